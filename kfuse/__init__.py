@@ -1,0 +1,72 @@
+"""kfuse: write parallel kernels in Python, run them as C++ Kokkos, and fuse them at run time.
+
+A drop-in for PyKokkos programs: ``import kfuse as pk``.
+"""
+from __future__ import annotations
+
+import time as _time
+
+from .errors import (ArgumentError, CompileError, DeferredError, KernelTypeError, KfuseError, LaunchError,
+                     SourceError, UnsupportedSyntaxError)
+from .frontend.workunit import function, workunit
+from .kernel_api import *  # noqa: F401,F403 - math, atomics, printf for kernels
+from .kernel_api import pow  # noqa: A004
+from .policies import (AUTO, MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, TeamVectorRange,
+                       ThreadVectorRange)
+from .runtime.dispatch import parallel_for, parallel_reduce, parallel_scan
+from .runtime.stats import reset as reset_stats
+from .spaces import ExecutionSpace, get_default_space, set_default_space
+from .tracer.future import Future
+from .types import (Acc, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32, float64, int8, int16,
+                    int32, int64, real, uint8, uint16, uint32, uint64)
+from .views import View, array, from_numpy
+
+float = float32  # noqa: A001 - PyKokkos: pk.float is 32-bit
+OpenMP, Serial, Debug, Cuda = ExecutionSpace.OpenMP, ExecutionSpace.Serial, ExecutionSpace.Debug, ExecutionSpace.Cuda
+Acc = Acc
+pi = 3.141592653589793
+e = 2.718281828459045
+
+
+def fence() -> None:
+    """Wait for all work, including kernels still pending in the trace."""
+    from .runtime import kokkos_runtime
+    from .tracer import api as _tracer_api
+
+    _tracer_api.flush_all()
+    kokkos_runtime.fence()
+
+
+def stats() -> dict:
+    """Counters since process start (or the last ``reset_stats()``)."""
+    from .runtime import stats as _stats
+
+    return _stats.snapshot()
+
+
+def initialize(*_args, **_kwargs) -> None:
+    """Kokkos starts on the first launch; kept for PyKokkos programs that call it."""
+    from .runtime import kokkos_runtime
+
+    kokkos_runtime.ensure_initialized()
+
+
+def finalize() -> None:
+    """Kept for PyKokkos programs; kfuse finalises Kokkos itself at exit, after running pending work."""
+    fence()
+
+
+class Timer:
+    """Wall-clock timer (PyKokkos spelling): ``t = pk.Timer(); ...; t.seconds()``."""
+
+    def __init__(self):
+        self._start = _time.perf_counter()
+
+    def seconds(self) -> float:
+        return _time.perf_counter() - self._start
+
+    def reset(self) -> None:
+        self._start = _time.perf_counter()
+
+
+from .tracer.api import disable_fusion, enable_fusion, explain, fusion, fusion_enabled  # noqa: E402

@@ -1,0 +1,1 @@
+"""Code generator: a typed kernel (KernelSource + KernelSpec) -> one C++ Kokkos translation unit."""

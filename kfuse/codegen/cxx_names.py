@@ -1,0 +1,34 @@
+"""Mapping Python identifiers and types to C++ spellings."""
+from __future__ import annotations
+
+from ..frontend.spec import ArgType
+from ..types import DType
+
+CXX_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t
+char32_t class compl const constexpr const_cast continue decltype default delete do double dynamic_cast else enum
+explicit export extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq
+nullptr operator or or_eq private protected public register reinterpret_cast return short signed sizeof static
+static_assert static_cast struct switch template this thread_local throw true try typedef typeid typename union
+unsigned using virtual void volatile wchar_t while xor xor_eq main printf exp log sqrt pow abs min max std
+Kokkos int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t""".split())
+
+
+def ident(name: str) -> str:
+    """A C++-safe spelling of a Python identifier (keywords and reserved prefixes get a suffix)."""
+    if name in CXX_KEYWORDS or name.startswith("kf_") or name.startswith("_"):
+        return f"{name}_py"
+    return name
+
+
+def view_type(t: ArgType, memory_space: str = "KfMem") -> str:
+    layout = "Kokkos::LayoutRight" if t.layout == "right" else "Kokkos::LayoutStride"
+    return (f"Kokkos::View<{t.dtype.cpp}{'*' * t.ndim}, {layout}, {memory_space}, "
+            f"Kokkos::MemoryTraits<Kokkos::Unmanaged>>")
+
+
+def cpp_type(t) -> str:
+    if isinstance(t, ArgType):
+        return view_type(t) if t.is_view else t.dtype.cpp
+    if isinstance(t, DType):
+        return t.cpp
+    raise TypeError(t)

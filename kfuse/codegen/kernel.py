@@ -1,0 +1,205 @@
+"""Assemble one C++ translation unit for a kernel: helpers, a Kokkos functor, and a C entry point.
+
+The entry point ``kfuse_launch(args, out, err, errlen)`` reads its arguments from a packed buffer of
+8-byte slots (policy bounds, then per parameter: pointer + extents (+ strides) for a View, or one
+value for a scalar), so Python calls it through ctypes with a single ``struct.pack`` and no binding
+library; this keeps both compile time and per-call overhead low.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..frontend.normalize import KernelSource
+from ..frontend.spec import KernelSpec
+from ..types import DType
+from .cxx_names import cpp_type, ident, view_type
+from .translate import BodyTranslator, Sym, Unit, TEAM
+
+CODEGEN_VERSION = "1"
+_SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
+           "Cuda": ("Kokkos::Cuda", "Kokkos::CudaSpace"), "HIP": ("Kokkos::Experimental::HIP",
+                                                                 "Kokkos::Experimental::HIPSpace")}
+
+
+@dataclass(frozen=True)
+class GeneratedKernel:
+    """C++ source plus how to pack its argument buffer (``slot_format``: struct codes, one per slot)."""
+
+    name: str
+    source: str
+    slot_format: str
+    result_format: str
+
+
+def _roles(src: KernelSource, spec: KernelSpec):
+    """Split the kernel's parameters into thread indices / team, accumulators, last_pass flag, user params."""
+    names = [a.arg for a in src.tree.args.args]
+    n_index = 1 if spec.policy == "team" else spec.rank
+    n_acc = len(spec.accs)
+    n_flag = 1 if spec.op == "scan" else 0
+    fixed = n_index + n_acc + n_flag
+    user = [n for n, _ in spec.params]
+    if len(names) < fixed or names[fixed:] != user:
+        raise src.error(f"workunit parameters {names} do not fit a {spec.op} over a {spec.policy} policy of rank "
+                        f"{spec.rank}", hint="parameters are: thread index(es), accumulator (reduce/scan), "
+                                             "last_pass flag (scan), then your arguments")
+    return names[:n_index], names[n_index:n_index + n_acc], names[n_index + n_acc:fixed]
+
+
+def generate(src: KernelSource, spec: KernelSpec, kernel_name: str) -> GeneratedKernel:
+    exec_space, mem_space = _SPACES[spec.space]
+    index_names, acc_names, flag_names = _roles(src, spec)
+    unit = Unit(src.helpers)
+    scope = {}
+    members = []
+    for name, t in spec.params:
+        scope[name] = Sym("view", t, ident(name), member=True) if t.is_view else \
+            Sym("scalar", t.dtype, ident(name), member=True)
+        members.append(f"  {cpp_type(t)} {ident(name)};")
+    if spec.policy == "team":
+        scope[index_names[0]] = Sym("team", TEAM, ident(index_names[0]))
+    else:
+        for n in index_names:
+            scope[n] = Sym("scalar", DType.int64, ident(n))
+    for n, dtype in zip(acc_names, spec.accs):
+        scope[n] = Sym("scalar", dtype, ident(n))
+    for n in flag_names:
+        scope[n] = Sym("scalar", DType.bool, ident(n))
+
+    body = BodyTranslator(src, unit, scope)
+    body_lines = body.function_body(src.tree.body, "    ")
+
+    if spec.policy == "team":
+        sig = [f"const member_type& {ident(index_names[0])}"]
+    else:
+        sig = [f"const int64_t {ident(n)}" for n in index_names]
+    preamble = []
+    value_type = ""
+    if spec.op == "reduce":
+        sig.append("value_type& kf_acc")
+        preamble = [f"    {d.cpp}& {ident(n)} = kf_acc.a{i};" for i, (n, d) in enumerate(zip(acc_names, spec.accs))]
+        fields = " ".join(f"{d.cpp} a{i};" for i, d in enumerate(spec.accs))
+        inits = " ".join(f"v.a{i} = {d.cpp}();" for i, d in enumerate(spec.accs))
+        joins = " ".join(f"dst.a{i} += src.a{i};" for i in range(len(spec.accs)))
+        value_type = (f"  struct value_type {{ {fields} }};\n"
+                      f"  KOKKOS_INLINE_FUNCTION void init(value_type& v) const {{ {inits} }}\n"
+                      f"  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dst, const volatile value_type& src)"
+                      f" const {{ {joins} }}\n")
+    elif spec.op == "scan":
+        sig += [f"{spec.accs[0].cpp}& {ident(acc_names[0])}", f"const bool {ident(flag_names[0])}"]
+        value_type = f"  using value_type = {spec.accs[0].cpp};\n"
+
+    functor = "\n".join([
+        "struct Functor {",
+        f"  using member_type = Kokkos::TeamPolicy<KfExec>::member_type;",
+        *members,
+        value_type.rstrip("\n"),
+        f"  KOKKOS_INLINE_FUNCTION void operator()({', '.join(sig)}) const {{",
+        *preamble,
+        *body_lines,
+        "  }",
+        "};",
+    ])
+
+    slots, unpack = _launch_slots(spec)
+    policy = _policy_expr(spec)
+    if spec.op == "for":
+        launch = f'    Kokkos::parallel_for("{kernel_name}", {policy}, kf_f);'
+        results = ""
+    elif spec.op == "reduce":
+        launch = (f"    Functor::value_type kf_r;\n"
+                  f'    Kokkos::parallel_reduce("{kernel_name}", {policy}, kf_f, kf_r);')
+        results = "".join(_store_result(f"kf_r.a{i}", d, i) for i, d in enumerate(spec.accs))
+    else:
+        launch = (f"    {spec.accs[0].cpp} kf_r = {spec.accs[0].cpp}();\n"
+                  f'    Kokkos::parallel_scan("{kernel_name}", {policy}, kf_f, kf_r);')
+        results = _store_result("kf_r", spec.accs[0], 0)
+    result_format = "".join("d" if d.is_float else "q" for d in spec.accs)
+
+    source = "\n".join([
+        f"// kfuse kernel {kernel_name} (codegen {CODEGEN_VERSION})",
+        f"// op={spec.op} policy={spec.policy} rank={spec.rank} space={spec.space}",
+        "// params: " + ", ".join(f"{n}: {t}" for n, t in spec.params),
+        f"namespace kf_{ident(kernel_name)} {{",
+        f"using KfExec = {exec_space};",
+        f"using KfMem = {mem_space};",
+        *unit.definitions,
+        functor,
+        "}  // namespace",
+        "",
+        'extern "C" int64_t kfuse_last_ns = 0;',
+        'extern "C" int kfuse_launch(const char* kf_args, char* kf_out, char* kf_err, int64_t kf_errlen) {',
+        f"  using namespace kf_{ident(kernel_name)};",
+        "  try {",
+        "    Functor kf_f;",
+        *unpack,
+        "    auto kf_t0 = std::chrono::steady_clock::now();",
+        launch,
+        "    Kokkos::fence();",
+        "    kfuse_last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>("
+        "std::chrono::steady_clock::now() - kf_t0).count();",
+        results.rstrip("\n"),
+        "    return 0;",
+        "  } catch (const std::exception& e) {",
+        "    kf_report(kf_err, kf_errlen, e.what());",
+        "  } catch (...) {",
+        '    kf_report(kf_err, kf_errlen, "unknown C++ exception");',
+        "  }",
+        "  return 1;",
+        "}",
+        "",
+    ])
+    return GeneratedKernel(name=kernel_name, source=source, slot_format="".join(slots), result_format=result_format)
+
+
+def _store_result(expr: str, dtype: DType, index: int) -> str:
+    slot_type = "double" if dtype.is_float else "int64_t"
+    return (f"    {{ {slot_type} kf_v = static_cast<{slot_type}>({expr}); "
+            f"std::memcpy(kf_out + {8 * index}, &kf_v, 8); }}\n")
+
+
+def _policy_expr(spec: KernelSpec) -> str:
+    if spec.policy == "range":
+        return "Kokkos::RangePolicy<KfExec, Kokkos::IndexType<int64_t>>(kf_b0, kf_e0)"
+    if spec.policy == "mdrange":
+        b = ", ".join(f"kf_b{i}" for i in range(spec.rank))
+        e = ", ".join(f"kf_e{i}" for i in range(spec.rank))
+        return f"Kokkos::MDRangePolicy<KfExec, Kokkos::Rank<{spec.rank}>, Kokkos::IndexType<int64_t>>({{{b}}}, {{{e}}})"
+    return ("(kf_team_size > 0 ? Kokkos::TeamPolicy<KfExec>(kf_league, kf_team_size, kf_vector) "
+            ": Kokkos::TeamPolicy<KfExec>(kf_league, Kokkos::AUTO, kf_vector))")
+
+
+def _launch_slots(spec: KernelSpec):
+    """The packed-argument layout (struct codes) and the C++ that unpacks it into the functor."""
+    slots: list[str] = []
+    lines: list[str] = []
+
+    def take(code: str, ctype: str) -> str:
+        slots.append(code)
+        return f"kf_slot<{ctype}>(kf_args, {len(slots) - 1})"
+
+    if spec.policy == "team":
+        for n in ("kf_league", "kf_team_size", "kf_vector"):
+            lines.append(f"    const int64_t {n} = {take('q', 'int64_t')};")
+    else:
+        for prefix in ("b", "e"):
+            for i in range(spec.rank):
+                lines.append(f"    const int64_t kf_{prefix}{i} = {take('q', 'int64_t')};")
+    for name, t in spec.params:
+        member = f"kf_f.{ident(name)}"
+        if t.is_view:
+            ptr = take("q", "int64_t")
+            extents = [take("q", "int64_t") for _ in range(t.ndim)]
+            if t.layout == "right":
+                lines.append(f"    {member} = {view_type(t)}(reinterpret_cast<{t.dtype.cpp}*>({ptr}), "
+                             f"{', '.join(extents)});")
+            else:
+                strides = [take("q", "int64_t") for _ in range(t.ndim)]
+                pairs = ", ".join(f"{e}, {s}" for e, s in zip(extents, strides))
+                lines.append(f"    {member} = {view_type(t)}(reinterpret_cast<{t.dtype.cpp}*>({ptr}), "
+                             f"Kokkos::LayoutStride({pairs}));")
+        elif t.dtype.is_float:
+            lines.append(f"    {member} = static_cast<{t.dtype.cpp}>({take('d', 'double')});")
+        else:
+            lines.append(f"    {member} = static_cast<{t.dtype.cpp}>({take('q', 'int64_t')});")
+    return slots, lines

@@ -1,0 +1,729 @@
+"""Typed translation of a kernel body (Python AST) into C++ statements.
+
+Types are inferred as the translation goes: parameters from the call's specialisation, locals from
+their annotations or from every value assigned to them (a local assigned an int and later a float is
+a double, as in Python). Python semantics that differ from C++ (``/``, ``//``, ``%``, ``**``, integer
+``round``) are spelled with helpers from ``kfuse_prelude.hpp``.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from ..errors import KernelTypeError, UnsupportedSyntaxError
+from ..frontend.normalize import KernelSource, annotation_dtype
+from ..frontend.spec import ArgType
+from ..types import DType, promote
+from .cxx_names import cpp_type, ident
+
+F64, I64, BOOL = DType.float64, DType.int64, DType.bool
+TEAM = "team"
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+           ast.LShift: "<<", ast.RShift: ">>"}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_UNARY_FLOAT_MATH = {"sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+                     "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil",
+                     "trunc", "erf", "erfc", "tgamma", "lgamma"}
+_BINARY_FLOAT_MATH = {"pow", "atan2", "fmin", "fmax", "fmod", "hypot", "copysign"}
+_ATOMICS = {"atomic_add": ("atomic_add", False), "atomic_sub": ("atomic_sub", False),
+            "atomic_fetch_add": ("atomic_fetch_add", True), "atomic_fetch_sub": ("atomic_fetch_sub", True),
+            "atomic_fetch_max": ("atomic_fetch_max", True), "atomic_fetch_min": ("atomic_fetch_min", True),
+            "atomic_max": ("atomic_fetch_max", False), "atomic_min": ("atomic_fetch_min", False),
+            "atomic_fetch_and": ("atomic_fetch_and", True), "atomic_fetch_or": ("atomic_fetch_or", True),
+            "atomic_exchange": ("atomic_exchange", True)}
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|z|j|t)?([diouxXeEfgGcsp%])")
+
+
+@dataclass
+class Sym:
+    """What a name stands for inside a kernel: a scalar, a View, the team handle or a nested lambda."""
+
+    kind: str  # "scalar" | "view" | "team" | "lambda"
+    type: object  # DType, ArgType, or the lambda's FunctionDef
+    cname: str
+    member: bool = False  # a functor data member (a kernel parameter), const inside operator()
+
+
+class _Unknown(Exception):
+    """A name's type is not known yet (raised during local-type inference only)."""
+
+
+class Unit:
+    """Collects what one translation unit needs besides the functor: helper instances."""
+
+    def __init__(self, helpers: dict):
+        self.helpers = helpers  # name -> KernelSource
+        self.instances: dict = {}  # (name, arg types) -> (cname, return type)
+        self.definitions: list[str] = []
+        self._active: set = set()
+
+    def helper(self, name: str, arg_types: tuple, node, caller: KernelSource):
+        key = (name, arg_types)
+        if key in self.instances:
+            return self.instances[key]
+        if name in self._active:
+            raise caller.error(f"helper '{name}' calls itself; recursion is not supported in kernels", node)
+        src = self.helpers[name]
+        params = src.tree.args.args
+        if len(params) != len(arg_types):
+            raise caller.error(f"helper '{name}' takes {len(params)} arguments, {len(arg_types)} given", node)
+        self._active.add(name)
+        scope = {}
+        for a, t in zip(params, arg_types):
+            want = annotation_dtype(src.annotations.get(a.arg))
+            if want is not None and not isinstance(t, ArgType):
+                t = want
+            scope[a.arg] = Sym("view" if isinstance(t, ArgType) else "scalar", t, ident(a.arg))
+        body = BodyTranslator(src, self, scope, in_helper=True)
+        lines = body.function_body(src.tree.body)
+        ret = annotation_dtype(src.annotations.get("return"))
+        if ret is None and body.return_types:
+            ret = body.return_types[0]
+            for t in body.return_types[1:]:
+                ret = promote(ret, t)
+        cname = f"{ident(name)}_h{len(self.instances)}"
+        ret_cpp = ret.cpp if ret is not None else "void"
+        sig = ", ".join(f"{cpp_type(t)} {ident(a.arg)}" for a, t in zip(params, arg_types))
+        self.definitions.append(f"KOKKOS_INLINE_FUNCTION {ret_cpp} {cname}({sig}) {{\n" + "\n".join(lines) + "\n}\n")
+        self._active.discard(name)
+        self.instances[key] = (cname, ret)
+        return cname, ret
+
+
+class BodyTranslator:
+    """Translates one function body (workunit, helper or nested lambda) given the names it starts with."""
+
+    def __init__(self, src: KernelSource, unit: Unit, scope: dict, in_helper: bool = False):
+        self.src = src
+        self.unit = unit
+        self.scope = dict(scope)
+        self.in_helper = in_helper
+        self.return_types: list = []
+        self._tmp = 0
+        self.inferring = False
+        self.loop_vars: set = set()
+
+    # --- errors -------------------------------------------------------------------------
+    def unsupported(self, what: str, node, hint: str | None = None):
+        return self.src.error(f"unsupported construct: {what}", node, hint, cls=UnsupportedSyntaxError)
+
+    def type_error(self, what: str, node, hint: str | None = None):
+        return self.src.error(what, node, hint, cls=KernelTypeError)
+
+    # --- body ----------------------------------------------------------------------------
+    def function_body(self, stmts: list, indent: str = "  ") -> list[str]:
+        """Declare locals (hoisted, as Python scopes them function-wide) then translate statements."""
+        lines = []
+        assigned = self._assigned_names(stmts)
+        for name in sorted(n for n, s in self.scope.items() if s.member and s.kind == "scalar" and n in assigned):
+            sym = self.scope[name]  # Python lets a body rebind a parameter; the functor member is const
+            lines.append(f"{indent}{sym.type.cpp} {sym.cname} = this->{sym.cname};")
+        for name, dtype in self._infer_locals(stmts).items():
+            cname = ident(name)
+            self.scope[name] = Sym("scalar", dtype, cname)
+            lines.append(f"{indent}{dtype.cpp} {cname} = {dtype.cpp}();")
+        for stmt in stmts:
+            self.stmt(stmt, lines, indent)
+        return lines
+
+    @staticmethod
+    def _assigned_names(stmts) -> set[str]:
+        names = set()
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+        return names
+
+    def _infer_locals(self, stmts) -> dict:
+        """Types of the names this body assigns, joined over every assignment (fixpoint)."""
+        fixed: dict = {}
+        types: dict = {}
+        assigns = []
+
+        def collect(body):
+            for stmt in body:
+                if isinstance(stmt, ast.FunctionDef):
+                    continue
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    dtype = annotation_dtype(stmt.annotation.value)
+                    if dtype is None:
+                        raise self.unsupported(f"local annotation {stmt.annotation.value!r}", stmt,
+                                               "annotate locals with int, float, bool or pk.<dtype>")
+                    fixed[stmt.target.id] = dtype
+                elif isinstance(stmt, ast.Assign):
+                    for target in stmt.targets:
+                        if isinstance(target, ast.Name):
+                            assigns.append((target.id, stmt.value))
+                        elif isinstance(target, (ast.Tuple, ast.List)):
+                            raise self.unsupported("tuple assignment", stmt, "assign each variable separately")
+                elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+                    assigns.append((stmt.target.id, ast.BinOp(left=stmt.target, op=stmt.op, right=stmt.value)))
+                elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+                    if stmt.target.id not in self.scope:
+                        types.setdefault(stmt.target.id, I64)
+                for field in ("body", "orelse"):
+                    collect(getattr(stmt, field, []) or [])
+
+        collect(stmts)
+        loop_only = {n for n in types}
+        for name in fixed:
+            loop_only.discard(name)
+        pending = [(n, v) for n, v in assigns if n not in fixed and not self._is_outer(n)]
+        for name in {n for n, _ in pending}:
+            loop_only.discard(name)
+        self.inferring = True
+        for _ in range(6):
+            changed = False
+            saved = dict(self.scope)
+            for name, dtype in {**types, **fixed}.items():
+                self.scope[name] = Sym("scalar", dtype, ident(name))
+            for name, value in pending:
+                try:
+                    _, t = self.expr(value)
+                except _Unknown:
+                    continue
+                if isinstance(t, ArgType) or t == TEAM:
+                    raise self.unsupported(f"assigning a View or team handle to local '{name}'", value,
+                                           "index the View directly where it is used")
+                if t is None:
+                    raise self.type_error(f"'{ast.unparse(value)}' has no value to assign to '{name}'", value)
+                new = t if name not in types or name in loop_only else promote(types[name], t) \
+                    if types[name] != t else t
+                if types.get(name) != new:
+                    types[name] = new
+                    changed = True
+                loop_only.discard(name)
+            self.scope = saved
+            if not changed:
+                break
+        self.inferring = False
+        unresolved = {n for n, _ in pending} - set(types) - set(fixed)
+        if unresolved:
+            name = sorted(unresolved)[0]
+            node = next(v for n, v in pending if n == name)
+            raise self.type_error(f"cannot infer the type of local '{name}'", node,
+                                  "annotate it, e.g. 'x: float = 0.0'")
+        result = {n: t for n, t in types.items() if n not in loop_only}
+        result.update(fixed)
+        self.loop_vars = loop_only
+        return result
+
+    def _is_outer(self, name: str) -> bool:
+        sym = self.scope.get(name)
+        return sym is not None
+
+    # --- statements ---------------------------------------------------------------------
+    def stmt(self, node, out: list, ind: str) -> None:
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.unsupported(f"'{type(node).__name__}' statement", node)
+        method(node, out, ind)
+
+    def block(self, stmts, out, ind):
+        for s in stmts:
+            self.stmt(s, out, ind + "  ")
+
+    def stmt_Pass(self, node, out, ind):
+        pass
+
+    def stmt_Break(self, node, out, ind):
+        out.append(f"{ind}break;")
+
+    def stmt_Continue(self, node, out, ind):
+        out.append(f"{ind}continue;")
+
+    def stmt_Return(self, node, out, ind):
+        if node.value is None:
+            out.append(f"{ind}return;")
+            return
+        if not self.in_helper:
+            raise self.unsupported("returning a value from a workunit", node,
+                                   "write results into a View or use parallel_reduce with an accumulator")
+        code, t = self.expr(node.value)
+        if not isinstance(t, DType):
+            raise self.unsupported("returning a View from a helper", node)
+        self.return_types.append(t)
+        out.append(f"{ind}return {code};")
+
+    def stmt_Expr(self, node, out, ind):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        if not isinstance(node.value, ast.Call):
+            raise self.unsupported("an expression statement with no effect", node)
+        code, _ = self.expr(node.value, statement=True)
+        out.append(f"{ind}{code};")
+
+    def _store_target(self, target) -> tuple[str, object]:
+        if isinstance(target, ast.Name):
+            sym = self.scope.get(target.id)
+            if sym is None:
+                raise self.type_error(f"assignment to unknown name '{target.id}'", target)
+            if sym.kind != "scalar":
+                raise self.unsupported(f"assigning to {sym.kind} '{target.id}'", target)
+            return sym.cname, sym.type
+        if isinstance(target, ast.Subscript):
+            return self.subscript(target)
+        raise self.unsupported(f"assignment target '{ast.unparse(target)}'", target)
+
+    def stmt_Assign(self, node, out, ind):
+        value, vt = self.expr(node.value)
+        for target in node.targets:
+            code, tt = self._store_target(target)
+            out.append(f"{ind}{code} = {self._convert(value, vt, tt)};")
+
+    def stmt_AnnAssign(self, node, out, ind):
+        if node.value is not None:
+            self.stmt_Assign(ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno,
+                                        col_offset=node.col_offset), out, ind)
+
+    def stmt_AugAssign(self, node, out, ind):
+        code, tt = self._store_target(node.target)
+        op = type(node.op)
+        if op in _BINOPS and op not in (ast.LShift, ast.RShift):
+            value, vt = self.expr(node.value)
+            out.append(f"{ind}{code} {_BINOPS[op]}= {value};")
+            return
+        combined, ct = self.binop(node.op, (code, tt), self.expr(node.value), node)
+        out.append(f"{ind}{code} = {self._convert(combined, ct, tt)};")
+
+    @staticmethod
+    def _convert(code, from_t, to_t):
+        if isinstance(to_t, DType) and isinstance(from_t, DType) and from_t != to_t:
+            return f"static_cast<{to_t.cpp}>({code})"
+        return code
+
+    def stmt_If(self, node, out, ind):
+        cond, _ = self.expr(node.test)
+        out.append(f"{ind}if ({cond}) {{")
+        self.block(node.body, out, ind)
+        if node.orelse:
+            out.append(f"{ind}}} else {{")
+            self.block(node.orelse, out, ind)
+        out.append(f"{ind}}}")
+
+    def stmt_While(self, node, out, ind):
+        if node.orelse:
+            raise self.unsupported("while ... else", node)
+        cond, _ = self.expr(node.test)
+        out.append(f"{ind}while ({cond}) {{")
+        self.block(node.body, out, ind)
+        out.append(f"{ind}}}")
+
+    def stmt_For(self, node, out, ind):
+        if node.orelse:
+            raise self.unsupported("for ... else", node)
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            raise self.unsupported(f"for loop over '{ast.unparse(it)}'", node, "loop over range(...)")
+        if not isinstance(node.target, ast.Name):
+            raise self.unsupported("for loop with a tuple target", node)
+        args = [self.expr(a) for a in it.args]
+        for (code, t), a in zip(args, it.args):
+            if not (isinstance(t, DType) and not t.is_float):
+                raise self.type_error(f"range() needs integers, got {t} in '{ast.unparse(a)}'", a)
+        start, stop, step = ("0", args[0][0], "1") if len(args) == 1 else \
+            (args[0][0], args[1][0], args[2][0] if len(args) == 3 else "1")
+        var = node.target.id
+        declared = var in self.scope and var not in self.loop_vars
+        self._tmp += 1
+        end = f"kf_end{self._tmp}"
+        out.append(f"{ind}{{")
+        out.append(f"{ind}  const int64_t {end} = {stop};")
+        if len(args) == 3:
+            stride = f"kf_step{self._tmp}"
+            out.append(f"{ind}  const int64_t {stride} = {step};")
+            cond = f"({stride} > 0 ? kf_it{self._tmp} < {end} : kf_it{self._tmp} > {end})"
+        else:
+            stride, cond = "1", f"kf_it{self._tmp} < {end}"
+        counter = f"kf_it{self._tmp}"
+        out.append(f"{ind}  for (int64_t {counter} = {start}; {cond}; {counter} += {stride}) {{")
+        saved = self.scope.get(var)
+        if declared:
+            out.append(f"{ind}    {self.scope[var].cname} = {counter};")
+        else:
+            self.scope[var] = Sym("scalar", I64, ident(var))
+            out.append(f"{ind}    const int64_t {ident(var)} = {counter};")
+        self.block(node.body, out, ind + "  ")
+        if not declared:
+            if saved is None:
+                del self.scope[var]
+            else:
+                self.scope[var] = saved
+        out.append(f"{ind}  }}")
+        out.append(f"{ind}}}")
+
+    def stmt_FunctionDef(self, node, out, ind):
+        """A nested def inside a team workunit: a C++ lambda for TeamThreadRange/ThreadVectorRange."""
+        params = node.args.args
+        if not params:
+            raise self.unsupported("a nested function without an index parameter", node)
+        scope = dict(self.scope)
+        sig = [f"const int64_t {ident(params[0].arg)}"]
+        scope[params[0].arg] = Sym("scalar", I64, ident(params[0].arg))
+        acc_type = None
+        if len(params) >= 2:
+            acc_type = annotation_dtype(params[1].annotation.value if params[1].annotation is not None
+                                        else None) or F64
+            scope[params[1].arg] = Sym("scalar", acc_type, ident(params[1].arg))
+            sig.append(f"{acc_type.cpp}& {ident(params[1].arg)}")
+        if len(params) >= 3:
+            scope[params[2].arg] = Sym("scalar", BOOL, ident(params[2].arg))
+            sig.append(f"const bool {ident(params[2].arg)}")
+        inner = BodyTranslator(self.src, self.unit, scope, in_helper=True)
+        lines = inner.function_body(node.body, ind + "  ")
+        if inner.return_types:
+            raise self.unsupported("returning a value from a nested parallel body", node)
+        out.append(f"{ind}auto {ident(node.name)} = [&]({', '.join(sig)}) {{")
+        out.extend(lines)
+        out.append(f"{ind}}};")
+        self.scope[node.name] = Sym("lambda", (node, acc_type), ident(node.name))
+
+    # --- expressions ----------------------------------------------------------------------
+    def expr(self, node, statement: bool = False) -> tuple[str, object]:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.unsupported(f"'{ast.unparse(node)}' ({type(node).__name__})", node)
+        if method == self.expr_Call:
+            return method(node, statement)
+        return method(node)
+
+    def expr_Constant(self, node):
+        v = node.value
+        if isinstance(v, bool):
+            return ("true" if v else "false"), BOOL
+        if isinstance(v, int):
+            if not -(2 ** 63) <= v < 2 ** 63:
+                raise self.type_error(f"integer constant {v} does not fit in 64 bits", node)
+            return (f"int64_t({v})" if abs(v) >= 2 ** 31 else str(v)), I64
+        if isinstance(v, float):
+            if v != v:
+                return "std::numeric_limits<double>::quiet_NaN()", F64
+            if v in (float("inf"), float("-inf")):
+                return ("" if v > 0 else "-") + "std::numeric_limits<double>::infinity()", F64
+            text = repr(v)
+            return (text if any(c in text for c in ".en") else text + ".0"), F64
+        raise self.unsupported(f"constant {v!r} of type {type(v).__name__}", node)
+
+    def expr_Name(self, node):
+        sym = self.scope.get(node.id)
+        if sym is None:
+            raise _Unknown(node.id) if self._inferring(node.id) else \
+                self.type_error(f"name '{node.id}' is used before any assignment", node)
+        if sym.kind == "lambda":
+            return sym.cname, sym.type
+        return sym.cname, (TEAM if sym.kind == "team" else sym.type)
+
+    def _inferring(self, name) -> bool:
+        return self.inferring
+
+    def expr_BinOp(self, node):
+        return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op, left, right, node):
+        (a, ta), (b, tb) = left, right
+        for t, n in ((ta, node), (tb, node)):
+            if not isinstance(t, DType):
+                raise self.type_error(f"arithmetic on a {'View' if isinstance(t, ArgType) else t} in "
+                                      f"'{ast.unparse(node)}'", n, "index the View to get an element")
+        opt = type(op)
+        both_int = not ta.is_float and not tb.is_float
+        if opt in _BINOPS:
+            if opt in (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift) and not both_int:
+                raise self.type_error(f"bitwise operator on floats in '{ast.unparse(node)}'", node)
+            if opt in (ast.BitAnd, ast.BitOr, ast.BitXor) and ta is BOOL and tb is BOOL:
+                return f"({a} {_BINOPS[opt]} {b})", BOOL
+            return f"({a} {_BINOPS[opt]} {b})", promote(ta, tb)
+        if opt is ast.Div:
+            if both_int:
+                return f"(static_cast<double>({a}) / static_cast<double>({b}))", F64
+            return f"({a} / {b})", promote(ta, tb)
+        if opt is ast.FloorDiv:
+            if both_int:
+                return f"kf_floordiv({a}, {b})", promote(ta, tb)
+            return f"std::floor({a} / {b})", promote(ta, tb)
+        if opt is ast.Mod:
+            if both_int:
+                return f"kf_mod({a}, {b})", promote(ta, tb)
+            return f"kf_fmod_py({a}, {b})", promote(ta, tb)
+        if opt is ast.Pow:
+            if both_int:
+                return f"kf_ipow({a}, {b})", I64
+            t = promote(ta, tb)
+            return f"std::pow(static_cast<{t.cpp}>({a}), static_cast<{t.cpp}>({b}))", t
+        raise self.unsupported(f"operator {type(op).__name__}", node)
+
+    def expr_UnaryOp(self, node):
+        code, t = self.expr(node.operand)
+        if not isinstance(t, DType):
+            raise self.type_error(f"operator on a non-scalar in '{ast.unparse(node)}'", node)
+        if isinstance(node.op, ast.Not):
+            return f"(!{code})", BOOL
+        if isinstance(node.op, ast.USub):
+            return f"(-{code})", (I64 if t is BOOL else t)
+        if isinstance(node.op, ast.UAdd):
+            return f"(+{code})", (I64 if t is BOOL else t)
+        if isinstance(node.op, ast.Invert):
+            if t.is_float:
+                raise self.type_error("~ on a float", node)
+            return (f"(!{code})", BOOL) if t is BOOL else (f"(~{code})", t)
+        raise self.unsupported(type(node.op).__name__, node)
+
+    def expr_BoolOp(self, node):
+        op = " && " if isinstance(node.op, ast.And) else " || "
+        parts = [self.expr(v)[0] for v in node.values]
+        return "(" + op.join(parts) + ")", BOOL
+
+    def expr_Compare(self, node):
+        parts = []
+        left = self.expr(node.left)
+        for op, comparator in zip(node.ops, node.comparators):
+            if type(op) not in _CMPOPS:
+                raise self.unsupported(f"comparison '{type(op).__name__}'", node)
+            right = self.expr(comparator)
+            parts.append(f"({left[0]} {_CMPOPS[type(op)]} {right[0]})")
+            left = right
+        return ("(" + " && ".join(parts) + ")" if len(parts) > 1 else parts[0]), BOOL
+
+    def expr_IfExp(self, node):
+        cond, _ = self.expr(node.test)
+        a, ta = self.expr(node.body)
+        b, tb = self.expr(node.orelse)
+        t = promote(ta, tb) if ta != tb else ta
+        return f"({cond} ? static_cast<{t.cpp}>({a}) : static_cast<{t.cpp}>({b}))", t
+
+    def _flatten_subscript(self, node):
+        indices = []
+        while isinstance(node, ast.Subscript):
+            idx = node.slice
+            parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+            indices = list(parts) + indices
+            node = node.value
+        return node, indices
+
+    def subscript(self, node):
+        base, indices = self._flatten_subscript(node)
+        if isinstance(base, ast.Attribute) and base.attr == "shape":
+            code, t = self.expr(base.value)
+            if isinstance(t, ArgType) and len(indices) == 1:
+                dim, _ = self.expr(indices[0])
+                return f"static_cast<int64_t>({code}.extent({dim}))", I64
+        code, t = self.expr(base)
+        if not isinstance(t, ArgType):
+            raise self.type_error(f"'{ast.unparse(base)}' is not a View and cannot be indexed", node)
+        if len(indices) != t.ndim:
+            raise self.unsupported(f"indexing a {t.ndim}-D View with {len(indices)} indices", node,
+                                   "kernels access single elements: give one index per dimension")
+        idx = []
+        for i in indices:
+            if isinstance(i, ast.Slice):
+                raise self.unsupported("slicing inside a kernel", i)
+            c, it = self.expr(i)
+            if not (isinstance(it, DType) and not it.is_float):
+                raise self.type_error(f"View index '{ast.unparse(i)}' is not an integer", i)
+            idx.append(c)
+        return f"{code}({', '.join(idx)})", t.dtype
+
+    def expr_Subscript(self, node):
+        return self.subscript(node)
+
+    def expr_Attribute(self, node):
+        raise self.unsupported(f"attribute '{ast.unparse(node)}'", node)
+
+    def expr_Call(self, node, statement=False):
+        func = node.func
+        if node.keywords:
+            raise self.unsupported("keyword arguments in a kernel call", node)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "pk" \
+                and "pk" not in self.scope:
+            return self.call_pk(func.attr, node, statement)
+        if isinstance(func, ast.Attribute):
+            return self.call_method(func, node)
+        if isinstance(func, ast.Name):
+            if func.id in self.src.helpers and func.id not in self.scope:
+                args = [self.expr(a) for a in node.args]
+                cname, ret = self.unit.helper(func.id, tuple(t for _, t in args), node, self.src)
+                return f"{cname}({', '.join(c for c, _ in args)})", ret
+            return self.call_builtin(func.id, node)
+        raise self.unsupported(f"call to '{ast.unparse(func)}'", node)
+
+    def _scalar_args(self, node, count=None):
+        args = [self.expr(a) for a in node.args]
+        if count is not None and len(args) not in (count if isinstance(count, tuple) else (count,)):
+            raise self.type_error(f"'{ast.unparse(node.func)}' takes {count} arguments, {len(args)} given", node)
+        for (c, t), a in zip(args, node.args):
+            if not isinstance(t, DType):
+                raise self.type_error(f"argument '{ast.unparse(a)}' is not a scalar", a)
+        return args
+
+    def call_builtin(self, name, node):
+        if name in ("int", "float", "bool"):
+            (c, t), = self._scalar_args(node, 1)
+            target = {"int": I64, "float": F64, "bool": BOOL}[name]
+            return f"static_cast<{target.cpp}>({c})", target
+        if name == "abs":
+            (c, t), = self._scalar_args(node, 1)
+            return (f"std::fabs({c})", t) if t.is_float else (f"kf_abs({c})", promote(t, t))
+        if name in ("min", "max"):
+            args = self._scalar_args(node)
+            if len(args) < 2:
+                raise self.type_error(f"{name}() in a kernel needs at least two scalars", node)
+            code, t = args[0]
+            for c2, t2 in args[1:]:
+                t = promote(t, t2)
+                code = f"kf_{name}(static_cast<{t.cpp}>({code}), static_cast<{t.cpp}>({c2}))"
+            return code, t
+        if name == "round":
+            (c, t), = self._scalar_args(node, 1)
+            return f"static_cast<int64_t>(std::nearbyint({c}))", I64
+        if name == "len":
+            code, t = self.expr(node.args[0])
+            if not isinstance(t, ArgType):
+                raise self.type_error("len() of a non-View", node)
+            return f"static_cast<int64_t>({code}.extent(0))", I64
+        if name == "range":
+            raise self.unsupported("range() outside a for loop", node)
+        raise self.unsupported(f"call to '{name}'", node)
+
+    def call_method(self, func, node):
+        code, t = self.expr(func.value)
+        if t == TEAM:
+            team_methods = {"league_rank": "league_rank()", "team_rank": "team_rank()", "team_size": "team_size()",
+                            "league_size": "league_size()"}
+            if func.attr in team_methods:
+                return f"static_cast<int64_t>({code}.{team_methods[func.attr]})", I64
+            if func.attr == "team_barrier":
+                return f"{code}.team_barrier()", None
+        if isinstance(t, ArgType):
+            if func.attr == "extent":
+                (dim, _), = self._scalar_args(node, 1)
+                return f"static_cast<int64_t>({code}.extent({dim}))", I64
+            if func.attr == "rank":
+                return str(t.ndim), I64
+        raise self.unsupported(f"method call '{ast.unparse(func)}'", node)
+
+    def call_pk(self, name, node, statement):
+        if name in _UNARY_FLOAT_MATH or name in ("fabs", "abs", "isnan", "isinf", "isfinite", "round"):
+            (c, t), = self._scalar_args(node, 1)
+            if name in ("fabs", "abs"):
+                return (f"std::fabs({c})", t) if t.is_float else (f"kf_abs({c})", promote(t, t))
+            if name in ("isnan", "isinf", "isfinite"):
+                return f"std::{name}(static_cast<double>({c}))", BOOL
+            if name == "round":
+                return f"static_cast<int64_t>(std::nearbyint({c}))", I64
+            out_t = t if t.is_float else F64
+            return f"std::{name}(static_cast<{out_t.cpp}>({c}))", out_t
+        if name in _BINARY_FLOAT_MATH:
+            (a, ta), (b, tb) = self._scalar_args(node, 2)
+            t = promote(ta, tb)
+            t = t if t.is_float else F64
+            return f"std::{name}(static_cast<{t.cpp}>({a}), static_cast<{t.cpp}>({b}))", t
+        if name == "fma":
+            args = self._scalar_args(node, 3)
+            return f"std::fma({', '.join(f'static_cast<double>({c})' for c, _ in args)})", F64
+        if name in _ATOMICS or name in ("atomic_increment", "atomic_decrement", "atomic_compare_exchange"):
+            return self.call_atomic(name, node)
+        if name == "printf":
+            return self.call_printf(node), None
+        if name == "team_barrier":
+            code, t = self.expr(node.args[0])
+            if t != TEAM:
+                raise self.type_error("pk.team_barrier expects the team member", node)
+            return f"{code}.team_barrier()", None
+        if name in ("parallel_for", "parallel_reduce", "parallel_scan"):
+            return self.call_nested(name, node, statement)
+        raise self.unsupported(f"pk.{name} inside a kernel", node)
+
+    def _element_ref(self, view_node, index_node, node):
+        code, t = self.expr(view_node)
+        if not isinstance(t, ArgType):
+            raise self.type_error(f"atomic target '{ast.unparse(view_node)}' is not a View", node)
+        parts = index_node.elts if isinstance(index_node, (ast.List, ast.Tuple)) else [index_node]
+        if len(parts) != t.ndim:
+            raise self.type_error(f"atomic on a {t.ndim}-D View needs {t.ndim} indices", node)
+        idx = [self.expr(p)[0] for p in parts]
+        return f"&{code}({', '.join(idx)})", t.dtype
+
+    def call_atomic(self, name, node):
+        """``pk.atomic_fetch_add(view, [i, j], value)`` (PyKokkos spelling)."""
+        args = node.args
+        if name in ("atomic_increment", "atomic_decrement"):
+            if len(args) != 2:
+                raise self.type_error(f"pk.{name}(view, [indices]) takes 2 arguments", node)
+            ref, _ = self._element_ref(args[0], args[1], node)
+            return f"Kokkos::{name}({ref})", None
+        if name == "atomic_compare_exchange":
+            if len(args) != 4:
+                raise self.type_error("pk.atomic_compare_exchange(view, [indices], expected, desired)", node)
+            ref, t = self._element_ref(args[0], args[1], node)
+            exp, _ = self.expr(args[2])
+            des, _ = self.expr(args[3])
+            return f"Kokkos::atomic_compare_exchange({ref}, static_cast<{t.cpp}>({exp}), " \
+                   f"static_cast<{t.cpp}>({des}))", t
+        if len(args) != 3:
+            raise self.type_error(f"pk.{name}(view, [indices], value) takes 3 arguments", node)
+        ref, t = self._element_ref(args[0], args[1], node)
+        val, _ = self.expr(args[2])
+        kokkos_name, returns = _ATOMICS[name]
+        return f"Kokkos::{kokkos_name}({ref}, static_cast<{t.cpp}>({val}))", (t if returns else None)
+
+    def call_printf(self, node):
+        if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            raise self.type_error("pk.printf needs a constant format string first", node)
+        fmt = node.args[0].value
+        args = [self.expr(a) for a in node.args[1:]]
+        specs = [m for m in _PRINTF_SPEC.finditer(fmt) if m.group(3) != "%"]
+        if len(specs) != len(args):
+            raise self.type_error(f"pk.printf format has {len(specs)} conversions but {len(args)} arguments", node)
+        pieces, last, casts = [], 0, []
+        for m, (code, t) in zip(specs, args):
+            flags, conv = m.group(1), m.group(3)
+            pieces.append(fmt[last:m.start()])
+            if not isinstance(t, DType):
+                raise self.type_error("pk.printf can only print scalars", node)
+            if conv in "diouxXc":
+                if t.is_float:
+                    raise self.type_error(f"printf '%{conv}' given a float", node)
+                pieces.append(f"%{flags}ll{conv}" if conv != "c" else f"%{flags}c")
+                casts.append(f"static_cast<long long>({code})" if conv != "c" else f"static_cast<int>({code})")
+            elif conv in "eEfgG":
+                pieces.append(f"%{flags}{conv}")
+                casts.append(f"static_cast<double>({code})")
+            else:
+                raise self.type_error(f"printf conversion '%{conv}' is not supported in kernels", node)
+            last = m.end()
+        pieces.append(fmt[last:])
+        literal = '"' + "".join(pieces).encode("unicode_escape").decode().replace('"', '\\"') + '"'
+        return "printf(" + ", ".join([literal] + casts) + ")"
+
+    def call_nested(self, name, node, statement):
+        """Nested parallelism inside a team workunit: TeamThreadRange / ThreadVectorRange + a nested def."""
+        if len(node.args) != 2:
+            raise self.type_error(f"nested pk.{name} takes (range, function)", node)
+        rng, fn = node.args
+        if not (isinstance(rng, ast.Call) and isinstance(rng.func, ast.Attribute)
+                and rng.func.attr in ("TeamThreadRange", "ThreadVectorRange", "TeamVectorRange")):
+            raise self.unsupported(f"pk.{name} inside a kernel outside TeamThreadRange/ThreadVectorRange", node,
+                                   "nested parallelism needs a TeamPolicy workunit")
+        member, mt = self.expr(rng.args[0])
+        if mt != TEAM:
+            raise self.type_error(f"{rng.func.attr} needs the team member first", rng)
+        bounds = [self.expr(a)[0] for a in rng.args[1:]]
+        if not 1 <= len(bounds) <= 2:
+            raise self.type_error(f"{rng.func.attr}(member, end) or (member, begin, end)", rng)
+        policy = f"Kokkos::{rng.func.attr}({member}, {', '.join(bounds)})"
+        if not isinstance(fn, ast.Name) or self.scope.get(fn.id) is None or self.scope[fn.id].kind != "lambda":
+            raise self.unsupported("nested parallel body that is not a nested def", fn,
+                                   "define the body with 'def inner(j, ...):' inside the workunit")
+        lam = self.scope[fn.id]
+        _, acc_type = lam.type
+        if name == "parallel_for":
+            return f"Kokkos::parallel_for({policy}, {lam.cname})", None
+        acc_type = acc_type or F64
+        self._tmp += 1
+        tmp = f"kf_nested{self._tmp}"
+        return (f"[&]() {{ {acc_type.cpp} {tmp} = {acc_type.cpp}(); Kokkos::{name}({policy}, {lam.cname}, {tmp}); "
+                f"return {tmp}; }}()"), acc_type

@@ -1,0 +1,63 @@
+"""Every KFUSE_* setting, declared once.
+
+Nothing else in kfuse reads ``os.environ`` for its own settings: this module is the one place a
+newcomer looks to learn what can be switched and whether a switch changes compiled binaries
+(``in_cache_key``). Values are read when asked for, so tests may change the environment at run time.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: str
+    doc: str
+    in_cache_key: bool
+    parse: Callable[[str], object] = str
+
+    def get(self):
+        raw = os.environ.get(self.name)
+        return self.parse(self.default if raw is None or raw == "" else raw)
+
+
+def _tristate(raw: str):
+    """'0' forces off, '1' forces on, 'auto' leaves the program in charge."""
+    if raw.lower() in ("1", "on", "true", "yes"):
+        return True
+    if raw.lower() in ("0", "off", "false", "no"):
+        return False
+    return None
+
+
+def _flag(raw: str) -> bool:
+    return raw.lower() in ("1", "on", "true", "yes")
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "kfuse")
+
+
+CACHE_DIR = Setting("KFUSE_CACHE_DIR", _default_cache_dir(), "Where compiled kernels are kept.", False)
+KOKKOS_ROOT = Setting(
+    "KFUSE_KOKKOS_ROOT", "", "Kokkos install (include/, lib/) to compile against; default: the one pykokkos-base "
+    "installed in this Python environment.", True)
+CXX = Setting("KFUSE_CXX", "g++", "Host C++ compiler.", True)
+OPT_FLAGS = Setting("KFUSE_OPT_FLAGS", "-O3", "Optimisation flags for kernels.", True)
+FUSION = Setting("KFUSE_FUSION", "auto", "0 forces eager execution, 1 traces and fuses an unmodified program.",
+                 False, _tristate)
+MAX_TRACE = Setting("KFUSE_MAX_TRACE", "4096", "Pending calls kept before the trace is flushed.", False, int)
+TRANSFORMS = Setting("KFUSE_TRANSFORMS", "args,loops,restrict,memory",
+                     "Comma-separated transforms applied to fused kernels, or 'none'.", True)
+DUMP_DIR = Setting("KFUSE_DUMP_DIR", "", "Write the C++ of every kernel compiled or loaded into this folder.", False)
+DEBUG = Setting("KFUSE_DEBUG", "0", "Show kfuse's internal frames in errors and verify IR after each pass.", False,
+                _flag)
+NUM_THREADS = Setting("KFUSE_NUM_THREADS", "-1", "OpenMP threads for Kokkos (-1: Kokkos decides).", False, int)
+VERBOSE = Setting("KFUSE_VERBOSE", "0", "Log compiles and cache hits to stderr.", False, _flag)
+
+ALL = (CACHE_DIR, KOKKOS_ROOT, CXX, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, NUM_THREADS, VERBOSE)

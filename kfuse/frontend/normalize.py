@@ -1,0 +1,230 @@
+"""Resolve a parsed workunit's free names once, so later stages need no Python namespace.
+
+After this pass a kernel AST is self-contained: numeric globals are literals, math and kfuse calls are
+spelled ``pk.<canonical>`` whatever the user imported (``math.sqrt``, ``np.exp``, ``from math import
+sqrt``), helpers are plain names listed in ``KernelSource.helpers``, and annotations hold resolved
+type objects. That is what lets the fuser paste bodies from different modules into one kernel.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import types as kt
+from ..errors import UnsupportedSyntaxError
+from .workunit import Function, ParsedFunction
+
+# Canonical names of the math functions kernels may call, keyed by the Python objects users reach them by.
+MATH_NAMES = ("sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+              "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs", "pow",
+              "floor", "ceil", "trunc", "round", "fmin", "fmax", "fmod", "hypot", "isnan", "isinf", "isfinite",
+              "erf", "erfc", "copysign", "abs", "fma", "tgamma", "lgamma")
+KFUSE_CALLS = ("atomic_add", "atomic_sub", "atomic_fetch_add", "atomic_fetch_sub", "atomic_fetch_max",
+               "atomic_fetch_min", "atomic_max", "atomic_min", "atomic_fetch_and", "atomic_fetch_or",
+               "atomic_increment", "atomic_decrement", "atomic_exchange", "atomic_compare_exchange",
+               "printf", "parallel_for", "parallel_reduce", "parallel_scan", "TeamThreadRange",
+               "ThreadVectorRange", "TeamVectorRange", "team_barrier")
+BUILTIN_CALLS = ("abs", "min", "max", "int", "float", "bool", "range", "len", "round")
+
+
+def _canonical_table() -> dict:
+    import kfuse
+
+    table = {}
+    for name in MATH_NAMES:
+        for module in (math, np, kfuse):
+            obj = getattr(module, name, None)
+            if obj is not None and callable(obj):
+                table.setdefault(id(obj), name)
+    table[id(np.absolute)] = "abs"
+    table[id(np.power)] = "pow"
+    table[id(np.arctan2)] = "atan2"
+    table[id(np.minimum)] = "fmin"
+    table[id(np.maximum)] = "fmax"
+    for name in KFUSE_CALLS:
+        obj = getattr(kfuse, name, None)
+        if obj is not None:
+            table[id(obj)] = name
+    return table
+
+
+_TABLE: dict | None = None
+
+
+def canonical_name(obj) -> str | None:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _canonical_table()
+    return _TABLE.get(id(obj))
+
+
+@dataclass(eq=False)
+class KernelSource:
+    """A kernel body ready for typing and codegen: AST plus the helpers it calls, all names resolved."""
+
+    name: str
+    tree: ast.FunctionDef
+    filename: str
+    helpers: dict = field(default_factory=dict)  # name -> KernelSource of a @pk.function
+    annotations: dict = field(default_factory=dict)  # param name -> resolved annotation object
+
+    def error(self, message, node=None, hint=None, cls=UnsupportedSyntaxError):
+        return cls(message, workunit=self.name, filename=self.filename, node=node or self.tree, hint=hint)
+
+
+def _local_names(tree: ast.FunctionDef) -> set[str]:
+    names = {a.arg for a in tree.args.args}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef) and node is not tree:
+            names.add(node.name)
+            names.update(a.arg for a in node.args.args)
+    return names
+
+
+class _Resolver(ast.NodeTransformer):
+    def __init__(self, parsed: ParsedFunction, local: set[str], helpers: dict):
+        self.parsed = parsed
+        self.local = local
+        self.helpers = helpers
+
+    def error(self, message, node, hint=None):
+        return self.parsed.error(message, node, hint, cls=UnsupportedSyntaxError)
+
+    def _evaluate(self, node):
+        """The Python object an attribute chain or free name denotes, or raise."""
+        if isinstance(node, ast.Name):
+            if node.id in self.parsed.namespace:
+                return self.parsed.resolve(node.id)
+            if hasattr(builtins, node.id):
+                return getattr(builtins, node.id)
+            raise self.error(f"name '{node.id}' is not a parameter, local variable or global constant", node)
+        if isinstance(node, ast.Attribute):
+            base = self._evaluate(node.value)
+            try:
+                return getattr(base, node.attr)
+            except AttributeError:
+                raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+        raise self.error(f"cannot resolve '{ast.unparse(node)}'", node)
+
+    def _is_local_chain(self, node) -> bool:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.local
+
+    def _literal(self, value, node):
+        if isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
+            return ast.copy_location(ast.Constant(value=value.item() if hasattr(value, "item") else value), node)
+        return None
+
+    def visit_Name(self, node):
+        if node.id in self.local or not isinstance(node.ctx, ast.Load):
+            return node
+        value = self._evaluate(node)
+        literal = self._literal(value, node)
+        if literal is not None:
+            return literal
+        if isinstance(value, Function):
+            return self._helper_name(value, node)
+        raise self.error(f"global '{node.id}' of type {type(value).__name__} cannot be used in a kernel", node,
+                         hint="pass arrays and scalars as kernel arguments")
+
+    def visit_Attribute(self, node):
+        if self._is_local_chain(node):
+            node.value = self.visit(node.value)
+            return node
+        value = self._evaluate(node)
+        literal = self._literal(value, node)
+        if literal is not None:
+            return literal
+        raise self.error(f"'{ast.unparse(node)}' cannot be used here in a kernel", node)
+
+    def _helper_name(self, fn: Function, node):
+        known = self.helpers.get(fn.__name__)
+        if known is not None and known is not fn:
+            raise self.error(f"two different helpers are both named '{fn.__name__}'", node)
+        self.helpers[fn.__name__] = fn
+        return ast.copy_location(ast.Name(id=fn.__name__, ctx=ast.Load()), node)
+
+    def visit_Call(self, node):
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value)) for k in node.keywords]
+        func = node.func
+        if self._is_local_chain(func):  # method call on a local (team_member.team_rank(), A.extent(0))
+            return node
+        if isinstance(func, ast.Name) and func.id in BUILTIN_CALLS and func.id not in self.parsed.namespace:
+            return node
+        target = self._evaluate(func)
+        if isinstance(target, Function):
+            node.func = self._helper_name(target, func)
+            return node
+        name = canonical_name(target)
+        if name is None and target in (abs, min, max, int, float, bool, range, len, round):
+            node.func = ast.copy_location(ast.Name(id=target.__name__, ctx=ast.Load()), func)
+            return node
+        if name is None:
+            raise self.error(f"call to '{ast.unparse(func)}' is not supported in a kernel", node,
+                             hint="kernels may call math functions, pk.* atomics/printf, and @pk.function helpers")
+        node.func = ast.copy_location(ast.Attribute(value=ast.Name(id="pk", ctx=ast.Load()), attr=name,
+                                                    ctx=ast.Load()), func)
+        return node
+
+    def resolve_annotation(self, ann):
+        if ann is None:
+            return None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            ann = ast.parse(ann.value, mode="eval").body
+        try:
+            if isinstance(ann, ast.Subscript):
+                base = self._evaluate(ann.value)
+                arg = self._evaluate(ann.slice)
+                return base[arg]
+            return self._evaluate(ann)
+        except Exception as exc:  # noqa: BLE001 - any failure here is a bad annotation
+            if isinstance(exc, UnsupportedSyntaxError):
+                raise
+            raise self.error(f"cannot understand the annotation '{ast.unparse(ann)}'", ann) from None
+
+
+def normalize(parsed: ParsedFunction, kind: str = "workunit") -> KernelSource:
+    """Return a resolved copy of ``parsed``'s AST (the cached original is never mutated)."""
+    tree = copy.deepcopy(parsed.tree)
+    helpers: dict = {}
+    resolver = _Resolver(parsed, _local_names(tree), helpers)
+    annotations = {a.arg: resolver.resolve_annotation(a.annotation) for a in tree.args.args}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign):
+            node.annotation = ast.Constant(value=resolver.resolve_annotation(node.annotation))
+        elif isinstance(node, ast.FunctionDef) and node is not tree:
+            for a in node.args.args:
+                a.annotation = ast.Constant(value=resolver.resolve_annotation(a.annotation))
+    for a in tree.args.args:
+        a.annotation = None
+    if tree.returns is not None:
+        annotations["return"] = resolver.resolve_annotation(tree.returns)
+        tree.returns = None
+    tree.body = [resolver.visit(stmt) for stmt in tree.body]
+    resolved_helpers = {name: normalize(fn.parsed, "function") for name, fn in helpers.items()}
+    for sub in resolved_helpers.values():  # helpers of helpers are visible to the kernel too
+        for name, h in sub.helpers.items():
+            resolved_helpers.setdefault(name, h)
+    return KernelSource(name=parsed.name, tree=tree, filename=parsed.filename, helpers=resolved_helpers,
+                        annotations=annotations)
+
+
+def annotation_dtype(value) -> kt.DType | None:
+    """The scalar DType an annotation object denotes, if any."""
+    if value is None:
+        return None
+    if isinstance(value, kt._AccAnnotation):
+        return value.dtype
+    try:
+        return kt.dtype_of(value)
+    except TypeError:
+        return None

@@ -1,0 +1,118 @@
+"""``@pk.workunit`` and ``@pk.function``: capture a Python function's AST once, with its location.
+
+The kernel IR of kfuse is Python's own ``ast`` (a FunctionDef per kernel), with line numbers made
+absolute in the source file so every later stage (typing, fusion, transforms, codegen) can report
+errors at the user's file:line.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import textwrap
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..errors import SourceError
+
+_counter = itertools.count(1)
+
+
+@dataclass(eq=False)
+class ParsedFunction:
+    """A user function parsed once: its AST, where it lives, and the names it can see."""
+
+    fn: object
+    name: str
+    tree: ast.FunctionDef
+    filename: str
+    namespace: dict
+    uid: int = field(default_factory=lambda: next(_counter))
+
+    @property
+    def param_names(self) -> list[str]:
+        return [a.arg for a in self.tree.args.args]
+
+    def resolve(self, name: str):
+        """The value a free name has in the function's scope (closure first, then module globals)."""
+        return self.namespace[name]
+
+    def error(self, message: str, node: ast.AST | None = None, hint: str | None = None, cls=SourceError):
+        return cls(message, workunit=self.name, filename=self.filename, node=node or self.tree, hint=hint)
+
+
+def parse_function(fn) -> ParsedFunction:
+    """Parse ``fn``'s source into an AST whose line numbers are absolute in its file."""
+    try:
+        source = inspect.getsource(fn)
+        filename = inspect.getsourcefile(fn) or "<unknown>"
+        first_line = fn.__code__.co_firstlineno
+    except (OSError, TypeError) as exc:
+        raise SourceError(f"cannot read the source of {getattr(fn, '__name__', fn)!r} ({exc}); workunits must be "
+                          "defined in a file, not typed at an interactive prompt") from None
+    module = ast.parse(textwrap.dedent(source))
+    tree = next((n for n in module.body if isinstance(n, ast.FunctionDef)), None)
+    if tree is None:
+        raise SourceError(f"{fn.__name__} is not a plain function definition", filename=filename)
+    ast.increment_lineno(tree, first_line - 1)  # source starts at the first decorator
+    tree.decorator_list = []
+    namespace = dict(fn.__globals__)
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the name is assigned later in the enclosing scope
+                pass
+    return ParsedFunction(fn=fn, name=fn.__name__, tree=tree, filename=filename, namespace=namespace)
+
+
+class Workunit:
+    """A parallel kernel written in Python. Calling it directly runs the Python function (Debug)."""
+
+    def __init__(self, fn, options: dict | None = None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.options = options or {}
+        self.specializations: dict = {}  # dispatch cache: call signature -> prepared kernel
+
+    @cached_property
+    def parsed(self) -> ParsedFunction:
+        return parse_function(self.fn)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<kfuse workunit {self.__name__}>"
+
+
+class Function:
+    """A device helper callable from workunits (``@pk.function``); callable from Python too."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__wrapped__ = fn
+
+    @cached_property
+    def parsed(self) -> ParsedFunction:
+        return parse_function(self.fn)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+def workunit(fn=None, **options):
+    """Decorator marking a parallel kernel; ``@pk.workunit`` and ``@pk.workunit(...)`` both work."""
+    if fn is None:
+        return lambda f: Workunit(f, options)
+    return Workunit(fn, options)
+
+
+def function(fn=None, **options):
+    """Decorator marking a helper callable from kernels."""
+    if fn is None:
+        return lambda f: Function(f)
+    return Function(fn)

@@ -1,0 +1,136 @@
+"""Functions a workunit may call (``pk.sqrt``, ``pk.atomic_add``, ``pk.printf`` ...).
+
+Inside compiled kernels the translator maps them to C++; these Python definitions give the same
+meaning when a workunit runs in the Debug space (the Python interpreter).
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+sqrt, exp, log, log2, log10, log1p, expm1 = math.sqrt, math.exp, math.log, math.log2, math.log10, math.log1p, math.expm1
+sin, cos, tan, asin, acos, atan, atan2 = math.sin, math.cos, math.tan, math.asin, math.acos, math.atan, math.atan2
+sinh, cosh, tanh, asinh, acosh, atanh = math.sinh, math.cosh, math.tanh, math.asinh, math.acosh, math.atanh
+floor, ceil, trunc, fabs, fmod, hypot, copysign = math.floor, math.ceil, math.trunc, math.fabs, math.fmod, math.hypot, \
+    math.copysign
+isnan, isinf, isfinite, erf, erfc, tgamma, lgamma = math.isnan, math.isinf, math.isfinite, math.erf, math.erfc, \
+    math.gamma, math.lgamma
+pow = math.pow  # noqa: A001 - PyKokkos spelling
+
+
+def cbrt(x):
+    return float(np.cbrt(x))
+
+
+def exp2(x):
+    return 2.0 ** x
+
+
+def fmin(a, b):
+    return min(a, b)
+
+
+def fmax(a, b):
+    return max(a, b)
+
+
+def fma(a, b, c):
+    return a * b + c
+
+
+def _index(view, index):
+    return tuple(index) if isinstance(index, (list, tuple)) else (index,)
+
+
+def atomic_fetch_add(view, index, value):
+    i = _index(view, index)
+    old = view[i]
+    view[i] = old + value
+    return old
+
+
+def atomic_fetch_sub(view, index, value):
+    i = _index(view, index)
+    old = view[i]
+    view[i] = old - value
+    return old
+
+
+def atomic_fetch_max(view, index, value):
+    i = _index(view, index)
+    old = view[i]
+    view[i] = max(old, value)
+    return old
+
+
+def atomic_fetch_min(view, index, value):
+    i = _index(view, index)
+    old = view[i]
+    view[i] = min(old, value)
+    return old
+
+
+def atomic_fetch_and(view, index, value):
+    i = _index(view, index)
+    old = view[i]
+    view[i] = old & value
+    return old
+
+
+def atomic_fetch_or(view, index, value):
+    i = _index(view, index)
+    old = view[i]
+    view[i] = old | value
+    return old
+
+
+def atomic_exchange(view, index, value):
+    i = _index(view, index)
+    old = view[i]
+    view[i] = value
+    return old
+
+
+def atomic_compare_exchange(view, index, expected, desired):
+    i = _index(view, index)
+    old = view[i]
+    if old == expected:
+        view[i] = desired
+    return old
+
+
+def atomic_add(view, index, value):
+    atomic_fetch_add(view, index, value)
+
+
+def atomic_sub(view, index, value):
+    atomic_fetch_sub(view, index, value)
+
+
+def atomic_max(view, index, value):
+    atomic_fetch_max(view, index, value)
+
+
+def atomic_min(view, index, value):
+    atomic_fetch_min(view, index, value)
+
+
+def atomic_increment(view, index):
+    atomic_fetch_add(view, index, 1)
+
+
+def atomic_decrement(view, index):
+    atomic_fetch_sub(view, index, 1)
+
+
+def printf(fmt: str, *args) -> None:
+    """C printf semantics for the formats kernels use (Python's % formatting accepts the same specs)."""
+    from .runtime.debug import c_format
+
+    sys.stdout.write(c_format(fmt, args))
+
+
+def team_barrier(member) -> None:
+    member.team_barrier()

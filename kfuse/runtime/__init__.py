@@ -1,0 +1,1 @@
+"""Runtime: Kokkos lifetime, loading compiled kernels, packing arguments and launching."""

@@ -1,0 +1,288 @@
+"""``parallel_for`` / ``parallel_reduce`` / ``parallel_scan``: specialise, then run now or hand to the tracer.
+
+The pipeline for one kernel reads top to bottom here: parse + normalise the workunit once (front
+end), specialise on the call's argument types (``KernelSpec``), generate C++ (codegen), build or load
+it (compiler/cache), launch (runtime). A specialisation is cached on the workunit, so a repeated call
+costs a dictionary lookup, an argument pack and a ctypes call.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import spaces
+from ..codegen.kernel import generate
+from ..errors import ArgumentError, DeferredError, KfuseError
+from ..frontend.normalize import KernelSource, annotation_dtype, normalize
+from ..frontend.spec import ArgType, KernelSpec
+from ..frontend.workunit import Workunit
+from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, normalize as normalize_policy
+from ..tracer.future import Future
+from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation
+from ..views import View
+from .launch import CompiledKernel, policy_slots
+
+#: The tracer installs itself here when fusion is on: an object with ``log(call)``.
+tracer = None
+
+
+@dataclass(eq=False)
+class Prepared:
+    """One specialisation of a workunit: its kernel source, spec, and (lazily) the compiled library."""
+
+    workunit: Workunit
+    source: KernelSource
+    spec: KernelSpec
+    name: str
+    _compiled: CompiledKernel | None = None
+    _access: object = None
+
+    def compiled(self) -> CompiledKernel:
+        if self._compiled is None:
+            self._compiled = CompiledKernel(generate(self.source, self.spec, self.name), self.spec)
+        return self._compiled
+
+    @property
+    def access(self):
+        """Per-parameter read/write summary from the AST (computed once per specialisation)."""
+        if self._access is None:
+            from ..frontend.access import summarize
+
+            self._access = summarize(self.source, self.spec)
+        return self._access
+
+
+@dataclass(eq=False)
+class KernelCall:
+    """One kernel call: what to run, over which space, with which arguments (Views by reference)."""
+
+    prepared: Prepared
+    policy: object
+    args: tuple
+    site: str = ""
+    futures: tuple = field(default=())  # (position, Future) of scalar args not yet known
+    result: object = None  # the Future a reduction/scan call delivers
+
+    @property
+    def op(self) -> str:
+        return self.prepared.spec.op
+
+    def bound_args(self) -> tuple:
+        """Arguments with any Future replaced by its value (only valid once those are computed)."""
+        if not self.futures:
+            return self.args
+        args = list(self.args)
+        for pos, fut in self.futures:
+            args[pos] = _scalar_for(self.prepared.spec.params[pos][1], fut.value(), self.prepared.spec.params[pos][0],
+                                    self.prepared.workunit)
+        return tuple(args)
+
+
+def _call_site() -> str:
+    frame = sys._getframe(3)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+# --- specialisation ---------------------------------------------------------------------------
+def _source(wu: Workunit) -> KernelSource:
+    src = wu.__dict__.get("_kernel_source")
+    if src is None:
+        src = normalize(wu.parsed)
+        wu.__dict__["_kernel_source"] = src
+    return src
+
+
+def _user_params(wu: Workunit, op: str, policy) -> list[str]:
+    names = wu.parsed.param_names
+    fixed = (1 if isinstance(policy, TeamPolicy) else policy.rank) + (1 if op in ("reduce", "scan") else 0) + \
+        (1 if op == "scan" else 0)
+    if len(names) < fixed:
+        raise ArgumentError(f"workunit '{wu.__name__}' has {len(names)} parameters but a {op} over this policy "
+                            f"needs at least {fixed} (thread index(es){', accumulator' if op != 'for' else ''}"
+                            f"{', last_pass' if op == 'scan' else ''})")
+    return names[fixed:]
+
+
+def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
+    if isinstance(value, Future):
+        value_dtype = value.dtype
+        value = None
+    if isinstance(value, np.ndarray):
+        value = View.from_numpy(value)
+    if isinstance(value, View):
+        if annotation is not None and not isinstance(annotation, _ViewAnnotation):
+            raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is annotated "
+                                f"{annotation!r} but got a View")
+        if isinstance(annotation, _ViewAnnotation):
+            if annotation.rank and annotation.rank != value.ndim:
+                raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects a {annotation.rank}-D View, "
+                                    f"got {value.ndim}-D")
+            if annotation.dtype and annotation.dtype != value.dtype:
+                raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects {annotation.dtype!r} "
+                                    f"elements, got {value.dtype!r}")
+        return ArgType("view", value.dtype, value.ndim, value.layout)
+    if isinstance(annotation, _ViewAnnotation):
+        raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects a View, got "
+                            f"{type(value).__name__ if value is not None else 'a Future'}")
+    want = annotation_dtype(annotation)
+    if value is None:  # a Future: its value's dtype
+        got = value_dtype
+    elif isinstance(value, (bool, np.bool_)):
+        got = DType.bool
+    elif isinstance(value, (int, np.integer)):
+        got = DType.int64 if isinstance(value, int) else DType(np.dtype(type(value)).name)
+    elif isinstance(value, (float, np.floating)):
+        got = DType.float64 if isinstance(value, float) else DType(np.dtype(type(value)).name)
+    else:
+        raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' got {type(value).__name__}; kernels "
+                            "take Views, NumPy arrays, and int/float/bool scalars")
+    if want is None:
+        return ArgType("scalar", DType.int64 if got.is_int else got)
+    if want.is_int and got.is_float:
+        raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is annotated {want.name} but got a float")
+    return ArgType("scalar", want)
+
+
+def _scalar_for(t: ArgType, value, name: str, wu: Workunit):
+    if t.dtype.is_float:
+        return float(value)
+    if t.dtype is DType.bool:
+        return int(bool(value))
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' needs an integer, got {value!r}")
+    return int(value)
+
+
+def _kind(policy) -> tuple[str, int]:
+    if isinstance(policy, RangePolicy):
+        return "range", 1
+    if isinstance(policy, MDRangePolicy):
+        return "mdrange", policy.rank
+    return "team", 1
+
+
+def _acc_dtype(wu: Workunit, op: str, policy) -> tuple:
+    if op == "for":
+        return ()
+    names = wu.parsed.param_names
+    acc = names[1 if isinstance(policy, TeamPolicy) else policy.rank]
+    dtype = annotation_dtype(_source(wu).annotations.get(acc))
+    return (dtype or DType.float64,)
+
+
+def prepare(wu, op: str, policy, positional: tuple, kwargs: dict) -> KernelCall:
+    """Bind arguments and find (or create) the specialisation for this call."""
+    if not isinstance(wu, Workunit):
+        if callable(wu):
+            raise ArgumentError(f"{getattr(wu, '__name__', wu)!r} is not a workunit; decorate it with @pk.workunit")
+        raise ArgumentError(f"expected a workunit, got {wu!r}")
+    policy = normalize_policy(policy)
+    params = _user_params(wu, op, policy)
+    if positional:
+        if len(positional) > len(params):
+            raise ArgumentError(f"workunit '{wu.__name__}' takes {len(params)} arguments, {len(positional)} given")
+        for name, value in zip(params, positional):
+            if name in kwargs:
+                raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' given twice")
+            kwargs[name] = value
+    if len(kwargs) != len(params):
+        missing = [p for p in params if p not in kwargs]
+        if missing:
+            raise ArgumentError(f"workunit '{wu.__name__}': missing argument for parameter '{missing[0]}'")
+        extra = [k for k in kwargs if k not in params]
+        raise ArgumentError(f"workunit '{wu.__name__}' has no parameter '{extra[0]}'")
+    values = [kwargs[p] for p in params]
+    space = spaces.resolve(policy.space)
+    key = (op, type(policy), policy.rank, space) + tuple(
+        v.sig if isinstance(v, View) else (v.dtype, v.ndim, "right" if v.flags.c_contiguous else "stride")
+        if isinstance(v, np.ndarray) else (type(v), getattr(v, "dtype", None)) for v in values)
+    prepared = wu.specializations.get(key)
+    if prepared is None:
+        prepared = _specialize(wu, op, policy, space, params, values)
+        wu.specializations[key] = prepared
+    args, futures = [], []
+    for i, ((name, t), v) in enumerate(zip(prepared.spec.params, values)):
+        if t.is_view:
+            args.append(v if isinstance(v, View) else View.from_numpy(v))
+        elif isinstance(v, Future):
+            futures.append((i, v))
+            args.append(None)
+        else:
+            args.append(_scalar_for(t, v, name, wu))
+    return KernelCall(prepared, policy, tuple(args), futures=tuple(futures))
+
+
+def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepared:
+    src = _source(wu)
+    if src.annotations.get(wu.parsed.param_names[0]) is TeamMember and not isinstance(policy, TeamPolicy):
+        raise ArgumentError(f"workunit '{wu.__name__}' takes a pk.TeamMember and must be launched with a TeamPolicy")
+    arg_types = tuple((p, _arg_type(wu, p, v, src.annotations.get(p))) for p, v in zip(params, values))
+    for p, ann in src.annotations.items():
+        if isinstance(ann, _AccAnnotation) and p in params:
+            raise ArgumentError(f"workunit '{wu.__name__}': parameter '{p}' is an accumulator; launch it with "
+                                "parallel_reduce or parallel_scan")
+    kind, rank = _kind(policy)
+    spec = KernelSpec(op=op, policy=kind, rank=rank, params=arg_types, accs=_acc_dtype(wu, op, policy),
+                      space=space.value)
+    return Prepared(wu, src, spec, wu.__name__)
+
+
+# --- execution --------------------------------------------------------------------------------
+def execute(call: KernelCall):
+    """Run one call now; returns the reduction/scan value (or None)."""
+    space = call.prepared.spec.space
+    args = call.bound_args()
+    if space == "Debug":
+        from .debug import run_debug
+
+        results = run_debug(call, args)
+    else:
+        results = call.prepared.compiled().launch(policy_slots(call.policy), args)
+    return results[0] if results else None
+
+
+def _split(args: tuple):
+    if args and isinstance(args[0], str):
+        args = args[1:]  # PyKokkos's optional kernel label
+    if len(args) < 2:
+        raise ArgumentError("expected (policy, workunit, ...) — e.g. pk.parallel_for(n, my_workunit, A=a)")
+    return args[0], args[1], args[2:]
+
+
+def _dispatch(op: str, args: tuple, kwargs: dict):
+    policy, wu, positional = _split(args)
+    if isinstance(policy, TeamThreadRange):  # nested parallelism of a team workunit in the Debug space
+        from .debug import run_nested
+
+        return run_nested(op, policy, wu)
+    call = prepare(wu, op, policy, positional, kwargs)
+    if tracer is not None and tracer.enabled:
+        call.site = _call_site()
+        return tracer.log(call)
+    if call.futures:
+        for _, fut in call.futures:
+            fut.value()
+    return execute(call)
+
+
+def parallel_for(*args, **kwargs) -> None:
+    """Run ``workunit(i, **kwargs)`` for every i of the policy (PyKokkos signature)."""
+    _dispatch("for", args, kwargs)
+
+
+def parallel_reduce(*args, **kwargs):
+    """Sum of ``acc`` contributions over the policy; a Future while fusion is on."""
+    return _dispatch("reduce", args, kwargs)
+
+
+def parallel_scan(*args, **kwargs):
+    """Inclusive/exclusive scan (the workunit decides via ``last_pass``); returns the total."""
+    return _dispatch("scan", args, kwargs)
+
+
+def raise_deferred(call: KernelCall, exc: KfuseError):
+    """Re-raise an error of a delayed call at the read that needed it, naming the original call site."""
+    raise DeferredError(f"kernel '{call.prepared.name}' called at {call.site or '<unknown>'} failed when its result "
+                        f"was needed:\n{exc}") from exc

@@ -1,0 +1,76 @@
+"""Loaded kernels and launching them: pack arguments into 8-byte slots, call the C entry point.
+
+A launch costs one ``struct.pack`` and one ctypes call; View pointers, extents and strides are read
+from attributes the View computed once when it was made.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+
+from ..codegen.kernel import GeneratedKernel
+from ..compiler import cache
+from ..errors import LaunchError
+from ..frontend.spec import KernelSpec
+from . import kokkos_runtime, stats
+
+_ERRLEN = 2048
+_err = ctypes.create_string_buffer(_ERRLEN)
+
+
+class CompiledKernel:
+    """A kernel library loaded into the process."""
+
+    def __init__(self, generated: GeneratedKernel, spec: KernelSpec, fused: bool = False):
+        kokkos_runtime.ensure_initialized()
+        self.name = generated.name
+        self.spec = spec
+        self.fused = fused
+        self.artifact = cache.build(generated.name, generated.source)
+        self.lib = ctypes.CDLL(str(self.artifact.library))
+        self._fn = self.lib.kfuse_launch
+        self._fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64]
+        self._fn.restype = ctypes.c_int
+        self._last_ns = ctypes.c_int64.in_dll(self.lib, "kfuse_last_ns")
+        self._pack = struct.Struct("=" + generated.slot_format).pack
+        n_results = len(generated.result_format)
+        self._out = ctypes.create_string_buffer(max(8, 8 * n_results))
+        self._unpack = struct.Struct("=" + generated.result_format).unpack_from if n_results else None
+        self._views = tuple((t.layout == "stride") if t.is_view else None for _, t in spec.params)
+
+    def pack(self, bounds: tuple, args: tuple) -> bytes:
+        values = list(bounds)
+        for strided, a in zip(self._views, args):
+            if strided is None:
+                values.append(a)
+            else:
+                values.append(a.ptr)
+                values.extend(a.shape)
+                if strided:
+                    values.extend(a.strides)
+        return self._pack(*values)
+
+    def launch(self, bounds: tuple, args: tuple):
+        """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
+        if self._fn(self.pack(bounds, args), self._out, _err, _ERRLEN) != 0:
+            raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
+        stats.bump("kernels_launched")
+        if self.fused:
+            stats.bump("fused_kernels_launched")
+        return self._unpack(self._out) if self._unpack else ()
+
+    @property
+    def last_seconds(self) -> float:
+        """Time of the last launch measured in C++ around the launch and its fence."""
+        return self._last_ns.value * 1e-9
+
+
+def policy_slots(policy) -> tuple:
+    """The leading slots of the argument buffer: the policy's bounds."""
+    from ..policies import MDRangePolicy, RangePolicy
+
+    if isinstance(policy, RangePolicy):
+        return (policy.begin, policy.end)
+    if isinstance(policy, MDRangePolicy):
+        return policy.begins + policy.ends
+    return (policy.league_size, policy.team_size, policy.vector_length)

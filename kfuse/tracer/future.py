@@ -1,0 +1,115 @@
+"""Future: the result of a delayed reduction or scan, usable wherever the number it stands for is.
+
+Any use that needs the value (arithmetic, comparison, ``float()``, formatting, NumPy conversion)
+asks the tracer to run the calls it depends on; passing it to a later kernel does not need the value
+yet, and the tracer records it as a dependency instead.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..types import DType
+
+_UNSET = object()
+
+
+class Future:
+    """A scalar that will exist once the kernel call producing it has run."""
+
+    __slots__ = ("dtype", "_value", "_resolve", "call")
+
+    def __init__(self, dtype: DType, resolve, call=None):
+        self.dtype = dtype
+        self._value = _UNSET
+        self._resolve = resolve  # callable(future) that runs what this value depends on
+        self.call = call
+
+    @property
+    def done(self) -> bool:
+        return self._value is not _UNSET
+
+    def set_result(self, value) -> None:
+        self._value = float(value) if self.dtype.is_float else (bool(value) if self.dtype is DType.bool
+                                                                  else int(value))
+        self._resolve = None
+        self.call = None
+
+    def value(self):
+        if self._value is _UNSET:
+            self._resolve(self)
+            if self._value is _UNSET:  # pragma: no cover - the tracer guarantees this
+                raise RuntimeError("kfuse internal error: a Future was not computed by its flush")
+        return self._value
+
+    result = value
+
+    def __float__(self):
+        return float(self.value())
+
+    def __int__(self):
+        return int(self.value())
+
+    def __index__(self):
+        value = self.value()
+        if isinstance(value, float):
+            raise TypeError("a float Future cannot be used as an index")
+        return int(value)
+
+    def __bool__(self):
+        return bool(self.value())
+
+    def __complex__(self):
+        return complex(self.value())
+
+    def __round__(self, ndigits=None):
+        return round(self.value(), ndigits)
+
+    def __trunc__(self):
+        import math
+
+        return math.trunc(self.value())
+
+    def __format__(self, spec):
+        return format(self.value(), spec)
+
+    def __repr__(self):
+        return repr(self.value()) if self.done else f"<kfuse Future {self.dtype.name} pending>"
+
+    def __str__(self):
+        return str(self.value())
+
+    def __hash__(self):
+        return hash(self.value())
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.value(), dtype=dtype or self.dtype.np)
+
+    def item(self):
+        return self.value()
+
+
+def _unary(op):
+    return lambda self: op(self.value())
+
+
+def _binary(op):
+    return lambda self, other: op(self.value(), other.value() if isinstance(other, Future) else other)
+
+
+def _reflected(op):
+    return lambda self, other: op(other.value() if isinstance(other, Future) else other, self.value())
+
+
+for _name, _op in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul), ("truediv", operator.truediv),
+                   ("floordiv", operator.floordiv), ("mod", operator.mod), ("pow", operator.pow),
+                   ("divmod", divmod), ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
+                   ("lshift", operator.lshift), ("rshift", operator.rshift), ("matmul", operator.matmul)]:
+    setattr(Future, f"__{_name}__", _binary(_op))
+    setattr(Future, f"__r{_name}__", _reflected(_op))
+for _name, _op in [("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
+                   ("eq", operator.eq), ("ne", operator.ne)]:
+    setattr(Future, f"__{_name}__", _binary(_op))
+for _name, _op in [("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs), ("invert", operator.invert)]:
+    setattr(Future, f"__{_name}__", _unary(_op))

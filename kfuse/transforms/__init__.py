@@ -1,0 +1,1 @@
+"""Transforms applied to fused kernels (argument fusion, loop fusion, restrict, redundant accesses)."""

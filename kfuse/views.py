@@ -1,0 +1,159 @@
+"""Views: n-dimensional arrays that kernels read and write, backed by NumPy memory on the host.
+
+A View owns (or borrows) one NumPy array; kernels receive its raw pointer, extents and strides, so no
+copy happens between Python and C++. Every host access goes through :func:`host_barrier`, the one
+hook the tracer uses to run pending kernels before the host sees or changes the data.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+import numpy as np
+
+from .types import DType, dtype_of
+
+try:  # NumPy 2 moved byte_bounds
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:  # pragma: no cover - NumPy 1.x
+    from numpy import byte_bounds as _byte_bounds
+
+_uids = itertools.count(1)
+
+
+def _no_barrier(view: "View", write: bool) -> None:
+    """Default barrier: eager execution has nothing pending."""
+
+
+#: Called with (view, write) before every host access; the tracer installs its own.
+host_barrier: Callable[["View", bool], None] = _no_barrier
+
+
+def set_host_barrier(fn: Callable[["View", bool], None] | None) -> None:
+    global host_barrier
+    host_barrier = fn or _no_barrier
+
+
+class View:
+    """An array usable from Python (like NumPy) and from kernels.
+
+    ``uid`` is a process-unique counter (never ``id()``, which Python reuses); ``bounds`` is the byte
+    range of the memory, so Views over shared memory are recognised as the same data.
+    """
+
+    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "layout", "ptr", "strides", "bounds", "sig", "version",
+                 "__weakref__")
+
+    def __init__(self, shape, dtype=DType.float64, space=None, layout=None, *, _array: np.ndarray | None = None):
+        if _array is None:
+            shape = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+            if any(s < 0 for s in shape):
+                raise ValueError(f"View shape must be non-negative, got {shape}")
+            _array = np.zeros(shape, dtype=dtype_of(dtype).np)
+        self._array = _array
+        self.uid = next(_uids)
+        self.dtype = dtype_of(_array.dtype)
+        self.shape = _array.shape
+        self.ndim = _array.ndim
+        itemsize = _array.itemsize
+        if any(s % itemsize for s in _array.strides):
+            raise ValueError("View strides must be whole elements")
+        self.strides = tuple(s // itemsize for s in _array.strides)
+        self.layout = "right" if _array.flags.c_contiguous else "stride"
+        self.ptr = _array.__array_interface__["data"][0]
+        lo, hi = _byte_bounds(_array) if _array.size else (self.ptr, self.ptr)
+        self.bounds = (lo, hi)
+        self.sig = (self.dtype, self.ndim, self.layout)  # what a kernel specialises on
+        self.version = 0  # bumped by the tracer for every logged call that writes this View
+
+    # --- construction helpers -------------------------------------------------------------
+    @classmethod
+    def from_numpy(cls, array: np.ndarray) -> "View":
+        """Wrap an existing NumPy array without copying (it must have a supported dtype)."""
+        if not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        dtype_of(array.dtype)  # raises a clear error for unsupported dtypes
+        return cls(None, _array=array)
+
+    def subview(self, *index) -> "View":
+        """A View of a slice of this one, sharing its memory (writes through one are seen by the other)."""
+        host_barrier(self, True)
+        sub = self._array[index if len(index) != 1 else index[0]]
+        if not isinstance(sub, np.ndarray) or sub.ndim == 0:
+            raise IndexError("subview needs slices that keep at least one dimension")
+        return View(None, _array=sub)
+
+    # --- shape queries (no barrier: shape never depends on pending kernels) -----------------
+    def extent(self, dim: int) -> int:
+        return self.shape[dim]
+
+    def rank(self) -> int:
+        return self.ndim
+
+    @property
+    def size(self) -> int:
+        return self._array.size
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # --- host access: every path goes through the barrier ------------------------------------
+    @property
+    def data(self) -> np.ndarray:
+        """The NumPy array behind this View (writable, so pending readers and writers run first)."""
+        host_barrier(self, True)
+        return self._array
+
+    def __array__(self, dtype=None, copy=None):
+        host_barrier(self, True)
+        if dtype is None or np.dtype(dtype) == self._array.dtype:
+            return self._array.copy() if copy else self._array
+        return self._array.astype(dtype)
+
+    def __getitem__(self, index):
+        host_barrier(self, False)
+        item = self._array[index]
+        return item.copy() if isinstance(item, np.ndarray) else item
+
+    def __setitem__(self, index, value) -> None:
+        host_barrier(self, True)
+        self._array[index] = np.asarray(value) if isinstance(value, View) else value
+
+    def __iter__(self):
+        host_barrier(self, False)
+        return iter(self._array.copy())
+
+    def fill(self, value) -> None:
+        host_barrier(self, True)
+        self._array.fill(value)
+
+    def copy(self) -> np.ndarray:
+        host_barrier(self, False)
+        return self._array.copy()
+
+    def tolist(self):
+        host_barrier(self, False)
+        return self._array.tolist()
+
+    def __repr__(self) -> str:
+        host_barrier(self, False)
+        return f"View({np.array2string(self._array)}, dtype={self.dtype!r})"
+
+    def __str__(self) -> str:
+        host_barrier(self, False)
+        return str(self._array)
+
+
+
+def as_view(obj) -> View:
+    """The View for a kernel argument that is a View or a NumPy array (wrapped without copying)."""
+    return obj if isinstance(obj, View) else View.from_numpy(obj)
+
+
+def array(obj) -> View:
+    """``pk.array(ndarray)``: a View sharing the array's memory (PyKokkos spelling)."""
+    return View.from_numpy(np.asarray(obj))
+
+
+def from_numpy(obj) -> View:
+    return View.from_numpy(np.asarray(obj))
