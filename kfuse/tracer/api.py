@@ -20,6 +20,7 @@ class Tracer:
         self.trace = Trace()
         self.enabled = False
         self._running = False
+        self.fuse = True  # False: trace and run calls one by one (to measure tracing alone)
 
     # --- logging --------------------------------------------------------------------------
     def log(self, call):
@@ -41,7 +42,11 @@ class Tracer:
         self._run(self.trace.partition_for(view.bounds, write))
 
     def resolve(self, future: Future) -> None:
-        self._run(self.trace.partition_for(None, False, (future.call,)))
+        """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
+        several results from one launch (running a pending call early is safe: its dependencies come too)."""
+        policy = future.call.policy
+        siblings = tuple(e.call for e in self.trace.entries if e.call.result is not None and e.call.policy == policy)
+        self._run(self.trace.partition_for(None, False, (future.call,) + siblings))
 
     def flush_all(self) -> None:
         if self.trace.entries:
@@ -56,7 +61,7 @@ class Tracer:
         stats.bump("flushes")
         self._running = True
         try:
-            run_partition([e.call for e in entries])
+            run_partition([e.call for e in entries], fuse=self.fuse)
         finally:
             self._running = False
 
@@ -64,11 +69,12 @@ class Tracer:
 _tracer = Tracer()
 
 
-def enable_fusion() -> None:
+def enable_fusion(trace_only: bool = False) -> None:
     """Trace kernel calls and fuse them when their results are needed (KFUSE_FUSION=0 overrides)."""
     if config.FUSION.get() is False:
         return
     _tracer.enabled = True
+    _tracer.fuse = not trace_only
 
 
 def disable_fusion() -> None:

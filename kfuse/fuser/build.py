@@ -1,0 +1,103 @@
+"""Build one kernel from a group of calls: rename each body's names apart, concatenate, merge params.
+
+The result is an ordinary ``KernelSource`` + ``KernelSpec``, so it goes through the same translator,
+compiler and cache as any workunit. Thread indices of all bodies become the fused kernel's indices;
+every other name of call k gets the prefix ``k<k>_``; each reduction keeps its own accumulator, so one
+launch delivers several results.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+
+from ..frontend.normalize import BUILTIN_CALLS, KernelSource
+from ..frontend.spec import KernelSpec
+
+_MAX_NAME = 48
+
+
+def fused_name(calls) -> str:
+    name = "__".join(c.prepared.name for c in calls)
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return f"{'__'.join(c.prepared.name for c in calls[:3])}__{len(calls)}k_{digest}"
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, mapping: dict, prefix: str, keep: set):
+        self.mapping = mapping
+        self.prefix = prefix
+        self.keep = keep
+
+    def _new(self, name: str) -> str:
+        if name in self.keep:
+            return name
+        return self.mapping.setdefault(name, self.prefix + name)
+
+    def visit_Name(self, node):
+        node.id = self._new(node.id)
+        return node
+
+    def visit_arg(self, node):
+        node.arg = self._new(node.arg)
+        return node
+
+    def visit_FunctionDef(self, node):
+        node.name = self._new(node.name)
+        self.generic_visit(node)
+        return node
+
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.keep:
+            node.args = [self.visit(a) for a in node.args]
+            return node
+        self.generic_visit(node)
+        return node
+
+    def visit_Attribute(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id == "pk":
+            return node
+        self.generic_visit(node)
+        return node
+
+
+def build(calls) -> tuple[KernelSource, KernelSpec, str]:
+    """The fused kernel for ``calls`` (all with the same policy, already proven safe to fuse)."""
+    first = calls[0].prepared
+    rank = first.spec.rank
+    index_names = [f"i{d}" for d in range(rank)]
+    helpers: dict = {}
+    acc_args, user_args, body, params, accs = [], [], [], [], []
+    for k, call in enumerate(calls):
+        src, spec = call.prepared.source, call.prepared.spec
+        for name, helper in src.helpers.items():
+            if helpers.setdefault(name, helper) is not helper:
+                raise ValueError(f"two helpers named '{name}' in one fused kernel")  # planner keeps them apart
+        tree = copy.deepcopy(src.tree)
+        names = [a.arg for a in tree.args.args]
+        mapping = dict(zip(names[:rank], index_names))
+        keep = set(index_names) | set(src.helpers) | set(BUILTIN_CALLS)
+        renamer = _Renamer(mapping, f"k{k}_", keep)
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # docstring
+            body.append(renamer.visit(stmt))
+        if spec.op == "reduce":
+            acc_args.append(renamer._new(names[rank]))
+            accs.extend(spec.accs)
+        for name, t in spec.params:
+            params.append((renamer._new(name), t))
+            user_args.append(renamer._new(name))
+    args = [ast.arg(arg=n) for n in index_names + acc_args + user_args]
+    tree = ast.FunctionDef(name=fused_name(calls), args=ast.arguments(posonlyargs=[], args=args, vararg=None,
+                                                                      kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                                      defaults=[]),
+                           body=body or [ast.Pass()], decorator_list=[], returns=None, type_comment=None,
+                           lineno=first.source.tree.lineno, col_offset=0)
+    source = KernelSource(name=tree.name, tree=tree, filename=first.source.filename, helpers=helpers)
+    spec = KernelSpec(op="reduce" if accs else "for", policy=first.spec.policy, rank=rank, params=tuple(params),
+                      accs=tuple(accs), space=first.spec.space)
+    return source, spec, tree.name

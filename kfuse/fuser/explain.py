@@ -1,0 +1,59 @@
+"""``pk.explain()``: a readable account of the last flushes — partitions, groups, and why groups split."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+_HISTORY = 16
+
+
+@dataclass
+class FlushRecord:
+    number: int
+    call_names: list
+    groups: list
+    boundaries: list
+    analysis_seconds: float
+    plan_cached: bool
+    fused: bool
+    fused_names: list = field(default_factory=list)
+
+    def text(self) -> str:
+        n_kernels = len(self.groups)
+        head = (f"flush #{self.number}: {len(self.call_names)} call(s) -> {n_kernels} kernel launch(es)"
+                f"{'' if self.fused else ' (fusion off: traced only)'}; analysis "
+                f"{self.analysis_seconds * 1e3:.3f} ms{' (plan cached)' if self.plan_cached else ''}")
+        lines = [head]
+        reasons = dict(self.boundaries)
+        for g, members in enumerate(self.groups):
+            if g and members[0] in reasons:
+                lines.append(f"  | split before call {members[0]} ({self.call_names[members[0]]}): "
+                             f"{reasons[members[0]]}")
+            names = " + ".join(self.call_names[i] for i in members)
+            kind = f"fused {len(members)} calls" if len(members) > 1 else "single call"
+            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}]")
+        return "\n".join(lines)
+
+
+_records: deque = deque(maxlen=_HISTORY)
+_count = 0
+
+
+def record(calls, plan, seconds: float, cached: bool, fused: bool) -> FlushRecord:
+    global _count
+    _count += 1
+    rec = FlushRecord(_count, [c.prepared.name for c in calls], [list(g) for g in plan.groups],
+                      list(plan.boundaries), seconds, cached, fused)
+    _records.append(rec)
+    return rec
+
+
+def records() -> list:
+    return list(_records)
+
+
+def report(last: int | None = None) -> str:
+    recs = list(_records)[-last:] if last else list(_records)
+    if not recs:
+        return "kfuse: no flushes yet (is fusion enabled? pk.enable_fusion())"
+    return "\n".join(r.text() for r in recs)
