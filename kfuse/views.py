@@ -76,8 +76,9 @@ class View:
         return cls(None, _array=array)
 
     def subview(self, *index) -> "View":
-        """A View of a slice of this one, sharing its memory (writes through one are seen by the other)."""
-        host_barrier(self, True)
+        """A View of a slice of this one, sharing its memory (writes through one are seen by the other).
+
+        No barrier: slicing touches no data, and the tracer orders the two Views by their shared bytes."""
         sub = self._array[index if len(index) != 1 else index[0]]
         if not isinstance(sub, np.ndarray) or sub.ndim == 0:
             raise IndexError("subview needs slices that keep at least one dimension")
@@ -105,10 +106,11 @@ class View:
         return self._array
 
     def __array__(self, dtype=None, copy=None):
-        host_barrier(self, True)
-        if dtype is None or np.dtype(dtype) == self._array.dtype:
-            return self._array.copy() if copy else self._array
-        return self._array.astype(dtype)
+        shared = not copy and (dtype is None or np.dtype(dtype) == self._array.dtype)
+        host_barrier(self, shared)  # the caller may write through a shared array; a copy is only a read
+        if shared:
+            return self._array
+        return self._array.astype(dtype or self._array.dtype, copy=True)
 
     def __getitem__(self, index):
         host_barrier(self, False)

@@ -46,15 +46,19 @@ def _roles(src: KernelSource, spec: KernelSpec):
     return names[:n_index], names[n_index:n_index + n_acc], names[n_index + n_acc:fixed]
 
 
-def generate(src: KernelSource, spec: KernelSpec, kernel_name: str) -> GeneratedKernel:
+def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
+             restrict: frozenset = frozenset()) -> GeneratedKernel:
+    """``restrict``: View parameters proven not to overlap any other; the body then moves into a function
+    taking them as ``__restrict__`` pointers (PyFuser's Figure 6c)."""
     exec_space, mem_space = _SPACES[spec.space]
     index_names, acc_names, flag_names = _roles(src, spec)
-    unit = Unit(src.helpers)
+    in_function = bool(restrict) and spec.policy != "team" and spec.op != "scan"
+    unit = Unit(src.helpers, frozenset(ident(n) for n in restrict) if in_function else frozenset())
     scope = {}
     members = []
     for name, t in spec.params:
-        scope[name] = Sym("view", t, ident(name), member=True) if t.is_view else \
-            Sym("scalar", t.dtype, ident(name), member=True)
+        scope[name] = Sym("view", t, ident(name), member=not in_function) if t.is_view else \
+            Sym("scalar", t.dtype, ident(name), member=not in_function)
         members.append(f"  {cpp_type(t)} {ident(name)};")
     if spec.policy == "team":
         scope[index_names[0]] = Sym("team", TEAM, ident(index_names[0]))
@@ -89,9 +93,13 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str) -> Generated
         sig += [f"{spec.accs[0].cpp}& {ident(acc_names[0])}", f"const bool {ident(flag_names[0])}"]
         value_type = f"  using value_type = {spec.accs[0].cpp};\n"
 
+    body_function = []
+    if in_function:
+        body_function, body_lines = _body_function(spec, sig, index_names, acc_names, unit.restrict, body_lines)
     functor = "\n".join([
+        *body_function,
         "struct Functor {",
-        f"  using member_type = Kokkos::TeamPolicy<KfExec>::member_type;",
+        "  using member_type = Kokkos::TeamPolicy<KfExec>::member_type;",
         *members,
         value_type.rstrip("\n"),
         f"  KOKKOS_INLINE_FUNCTION void operator()({', '.join(sig)}) const {{",
@@ -138,6 +146,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str) -> Generated
         "    Kokkos::fence();",
         "    kfuse_last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>("
         "std::chrono::steady_clock::now() - kf_t0).count();",
+        *(["    std::fflush(stdout);"] if unit.uses_printf else []),
         results.rstrip("\n"),
         "    return 0;",
         "  } catch (const std::exception& e) {",
@@ -150,6 +159,28 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str) -> Generated
         "",
     ])
     return GeneratedKernel(name=kernel_name, source=source, slot_format="".join(slots), result_format=result_format)
+
+
+def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):
+    """The kernel body as a free function whose non-overlapping Views are ``__restrict__`` pointers,
+    and the one-line operator() body that calls it."""
+    params = [f"const int64_t {ident(n)}" for n in index_names]
+    params += [f"{d.cpp}& {ident(n)}" for n, d in zip(acc_names, spec.accs)]
+    call = [ident(n) for n in index_names] + [ident(n) for n in acc_names]
+    for name, t in spec.params:
+        c = ident(name)
+        if c in restrict:
+            params.append(f"{t.dtype.cpp}* __restrict__ {c}")
+            params += [f"const int64_t {c}_s{d}" for d in range(t.ndim)]
+            params += [f"const int64_t {c}_e{d}" for d in range(t.ndim)]
+            call.append(f"{c}.data()")
+            call += [f"static_cast<int64_t>({c}.stride({d}))" for d in range(t.ndim)]
+            call += [f"static_cast<int64_t>({c}.extent({d}))" for d in range(t.ndim)]
+        else:
+            params.append(f"const {cpp_type(t)}& {c}" if t.is_view else f"{t.dtype.cpp} {c}")
+            call.append(c)
+    function = [f"KOKKOS_INLINE_FUNCTION void kf_body({', '.join(params)}) {{", *body_lines, "}"]
+    return function, [f"    kf_body({', '.join(call)});"]
 
 
 def _store_result(expr: str, dtype: DType, index: int) -> str:

@@ -33,6 +33,7 @@ _ATOMICS = {"atomic_add": ("atomic_add", False), "atomic_sub": ("atomic_sub", Fa
             "atomic_max": ("atomic_fetch_max", False), "atomic_min": ("atomic_fetch_min", False),
             "atomic_fetch_and": ("atomic_fetch_and", True), "atomic_fetch_or": ("atomic_fetch_or", True),
             "atomic_exchange": ("atomic_exchange", True)}
+_EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
 _PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|z|j|t)?([diouxXeEfgGcsp%])")
 
 
@@ -53,10 +54,12 @@ class _Unknown(Exception):
 class Unit:
     """Collects what one translation unit needs besides the functor: helper instances."""
 
-    def __init__(self, helpers: dict):
+    def __init__(self, helpers: dict, restrict: frozenset = frozenset()):
         self.helpers = helpers  # name -> KernelSource
+        self.restrict = restrict
         self.instances: dict = {}  # (name, arg types) -> (cname, return type)
         self.definitions: list[str] = []
+        self.uses_printf = False  # the launcher then flushes C stdout so output keeps its order with Python's
         self._active: set = set()
 
     def helper(self, name: str, arg_types: tuple, node, caller: KernelSource):
@@ -77,6 +80,7 @@ class Unit:
                 t = want
             scope[a.arg] = Sym("view" if isinstance(t, ArgType) else "scalar", t, ident(a.arg))
         body = BodyTranslator(src, self, scope, in_helper=True)
+        body.restrict = frozenset()  # helper parameters are always Views
         lines = body.function_body(src.tree.body)
         ret = annotation_dtype(src.annotations.get("return"))
         if ret is None and body.return_types:
@@ -104,6 +108,7 @@ class BodyTranslator:
         self._tmp = 0
         self.inferring = False
         self.loop_vars: set = set()
+        self.restrict: frozenset = unit.restrict  # C++ names of Views passed as __restrict__ pointers
 
     # --- errors -------------------------------------------------------------------------
     def unsupported(self, what: str, node, hint: str | None = None):
@@ -143,9 +148,12 @@ class BodyTranslator:
         types: dict = {}
         assigns = []
 
+        lambdas: dict = {}  # nested defs: a local may hold what their nested reduce returns
+
         def collect(body):
             for stmt in body:
                 if isinstance(stmt, ast.FunctionDef):
+                    lambdas[stmt.name] = Sym("lambda", (stmt, self._lambda_acc_type(stmt)), ident(stmt.name))
                     continue
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                     dtype = annotation_dtype(stmt.annotation.value)
@@ -178,6 +186,7 @@ class BodyTranslator:
         for _ in range(6):
             changed = False
             saved = dict(self.scope)
+            self.scope.update(lambdas)
             for name, dtype in {**types, **fixed}.items():
                 self.scope[name] = Sym("scalar", dtype, ident(name))
             for name, value in pending:
@@ -356,6 +365,14 @@ class BodyTranslator:
         out.append(f"{ind}  }}")
         out.append(f"{ind}}}")
 
+    @staticmethod
+    def _lambda_acc_type(node: ast.FunctionDef):
+        """The accumulator type of a nested def (its second parameter), or None for a plain for body."""
+        params = node.args.args
+        if len(params) < 2:
+            return None
+        return annotation_dtype(params[1].annotation.value if params[1].annotation is not None else None) or F64
+
     def stmt_FunctionDef(self, node, out, ind):
         """A nested def inside a team workunit: a C++ lambda for TeamThreadRange/ThreadVectorRange."""
         params = node.args.args
@@ -364,10 +381,8 @@ class BodyTranslator:
         scope = dict(self.scope)
         sig = [f"const int64_t {ident(params[0].arg)}"]
         scope[params[0].arg] = Sym("scalar", I64, ident(params[0].arg))
-        acc_type = None
+        acc_type = self._lambda_acc_type(node)
         if len(params) >= 2:
-            acc_type = annotation_dtype(params[1].annotation.value if params[1].annotation is not None
-                                        else None) or F64
             scope[params[1].arg] = Sym("scalar", acc_type, ident(params[1].arg))
             sig.append(f"{acc_type.cpp}& {ident(params[1].arg)}")
         if len(params) >= 3:
@@ -386,7 +401,8 @@ class BodyTranslator:
     def expr(self, node, statement: bool = False) -> tuple[str, object]:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.unsupported(f"'{ast.unparse(node)}' ({type(node).__name__})", node)
+            kind = _EXPR_NAMES.get(type(node), type(node).__name__)
+            raise self.unsupported(f"{kind} '{ast.unparse(node)}'", node)
         if method == self.expr_Call:
             return method(node, statement)
         return method(node)
@@ -473,9 +489,20 @@ class BodyTranslator:
         raise self.unsupported(type(node.op).__name__, node)
 
     def expr_BoolOp(self, node):
-        op = " && " if isinstance(node.op, ast.And) else " || "
-        parts = [self.expr(v)[0] for v in node.values]
-        return "(" + op.join(parts) + ")", BOOL
+        is_and = isinstance(node.op, ast.And)
+        values = [self.expr(v) for v in node.values]
+        for (_, t), v in zip(values, node.values):
+            if not isinstance(t, DType):
+                raise self.type_error(f"'{ast.unparse(v)}' is not a scalar in '{ast.unparse(node)}'", v)
+        if all(t is BOOL for _, t in values):
+            return "(" + (" && " if is_and else " || ").join(c for c, _ in values) + ")", BOOL
+        # Python's and/or yield the deciding operand (`i or 7` is 7 when i == 0), still short-circuiting.
+        t = values[0][1]
+        for _, t2 in values[1:]:
+            t = promote(t, t2) if t != t2 else t
+        stop = "!kf_v" if is_and else "kf_v"
+        steps = "".join(f"kf_v = {c}; if ({stop}) return kf_v; " for c, _ in values[:-1])
+        return f"[&]() -> {t.cpp} {{ {t.cpp} kf_v; {steps}return {values[-1][0]}; }}()", t
 
     def expr_Compare(self, node):
         parts = []
@@ -510,7 +537,7 @@ class BodyTranslator:
             code, t = self.expr(base.value)
             if isinstance(t, ArgType) and len(indices) == 1:
                 dim, _ = self.expr(indices[0])
-                return f"static_cast<int64_t>({code}.extent({dim}))", I64
+                return self.extent(code, dim), I64
         code, t = self.expr(base)
         if not isinstance(t, ArgType):
             raise self.type_error(f"'{ast.unparse(base)}' is not a View and cannot be indexed", node)
@@ -525,7 +552,22 @@ class BodyTranslator:
             if not (isinstance(it, DType) and not it.is_float):
                 raise self.type_error(f"View index '{ast.unparse(i)}' is not an integer", i)
             idx.append(c)
-        return f"{code}({', '.join(idx)})", t.dtype
+        return self.element(code, t, idx), t.dtype
+
+    def element(self, code: str, t: ArgType, idx: list) -> str:
+        """One element of a View; a __restrict__ pointer (restrict transform) is indexed with its strides."""
+        if code not in self.restrict:
+            return f"{code}({', '.join(idx)})"
+        terms = [f"({c}) * {code}_s{d}" for d, c in enumerate(idx)]
+        if t.layout == "right":
+            terms[-1] = f"({idx[-1]})"  # unit stride, known to the compiler
+        return f"{code}[{' + '.join(terms)}]"
+
+    def extent(self, code: str, dim: str) -> str:
+        if code not in self.restrict:
+            return f"static_cast<int64_t>({code}.extent({dim}))"
+        return f"({dim} == 0 ? {code}_e0 : {dim} == 1 ? {code}_e1 : {code}_e2)" if not dim.isdigit() \
+            else f"{code}_e{dim}"
 
     def expr_Subscript(self, node):
         return self.subscript(node)
@@ -583,7 +625,7 @@ class BodyTranslator:
             code, t = self.expr(node.args[0])
             if not isinstance(t, ArgType):
                 raise self.type_error("len() of a non-View", node)
-            return f"static_cast<int64_t>({code}.extent(0))", I64
+            return self.extent(code, "0"), I64
         if name == "range":
             raise self.unsupported("range() outside a for loop", node)
         raise self.unsupported(f"call to '{name}'", node)
@@ -600,7 +642,7 @@ class BodyTranslator:
         if isinstance(t, ArgType):
             if func.attr == "extent":
                 (dim, _), = self._scalar_args(node, 1)
-                return f"static_cast<int64_t>({code}.extent({dim}))", I64
+                return self.extent(code, dim), I64
             if func.attr == "rank":
                 return str(t.ndim), I64
         raise self.unsupported(f"method call '{ast.unparse(func)}'", node)
@@ -645,7 +687,7 @@ class BodyTranslator:
         if len(parts) != t.ndim:
             raise self.type_error(f"atomic on a {t.ndim}-D View needs {t.ndim} indices", node)
         idx = [self.expr(p)[0] for p in parts]
-        return f"&{code}({', '.join(idx)})", t.dtype
+        return f"&{self.element(code, t, idx)}", t.dtype
 
     def call_atomic(self, name, node):
         """``pk.atomic_fetch_add(view, [i, j], value)`` (PyKokkos spelling)."""
@@ -674,6 +716,7 @@ class BodyTranslator:
         if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             raise self.type_error("pk.printf needs a constant format string first", node)
         fmt = node.args[0].value
+        self.unit.uses_printf = True
         args = [self.expr(a) for a in node.args[1:]]
         specs = [m for m in _PRINTF_SPEC.finditer(fmt) if m.group(3) != "%"]
         if len(specs) != len(args):

@@ -5,7 +5,7 @@ fingerprint (compiler path/version/flags, Kokkos version/backends/paths) — eve
 binary. One directory per key holds ``kernel.cpp``, ``kernel.so``, ``build.log`` and ``meta.json``. A
 build happens in a private temporary directory and is published with one atomic ``rename``, so two
 processes compiling the same kernel, or a compile killed halfway, never leave a torn entry: an entry
-either is complete or does not exist. Clear the cache with ``python -m kfuse.cache clear`` (or delete
+either is complete or does not exist. Clear the cache with ``python -m kfuse.compiler clear`` (or delete
 the folder).
 """
 from __future__ import annotations
@@ -105,25 +105,27 @@ def build(name: str, source: str) -> Artifact:
         return Artifact(name, key, final / "kernel.so", False, 0.0)
     start = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=_tmp_dir()))
-    (tmp / "kernel.cpp").write_text(source)
-    pch = _ensure_pch(tc)
-    include = ["-include", str(pch) if pch else str(tc_mod.PRELUDE)]
-    cmd = [tc.cxx, *tc.compile_flags, *include, "-shared", str(tmp / "kernel.cpp"), "-o", str(tmp / "kernel.so"),
-           *tc.link_flags]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
-    (tmp / "build.log").write_text(log)
-    if proc.returncode != 0:
-        failed = cache_root() / "failed"
-        failed.mkdir(parents=True, exist_ok=True)
-        log_path = failed / f"{name}-{key[:12]}.log"
-        log_path.write_text(log + "\n\n// source:\n" + source)
+    try:
+        (tmp / "kernel.cpp").write_text(source)
+        pch = _ensure_pch(tc)
+        include = ["-include", str(pch) if pch else str(tc_mod.PRELUDE)]
+        cmd = [tc.cxx, *tc.compile_flags, *include, "-shared", str(tmp / "kernel.cpp"), "-o",
+               str(tmp / "kernel.so"), *tc.link_flags]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
+        (tmp / "build.log").write_text(log)
+        if proc.returncode != 0:
+            failed = cache_root() / "failed"
+            failed.mkdir(parents=True, exist_ok=True)
+            log_path = failed / f"{name}-{key[:12]}.log"
+            log_path.write_text(log + "\n\n// source:\n" + source)
+            raise CompileError(name, _first_errors(proc.stderr), str(log_path))
+        seconds = time.perf_counter() - start
+        (tmp / "meta.json").write_text(json.dumps({"name": name, "key": key, "seconds": seconds,
+                                                   "toolchain": tc.fingerprint, "created": time.time()}))
+        _publish(tmp, final)
+    finally:  # a failed or interrupted build leaves nothing behind; a published one was moved away
         shutil.rmtree(tmp, ignore_errors=True)
-        raise CompileError(name, _first_errors(proc.stderr), str(log_path))
-    seconds = time.perf_counter() - start
-    (tmp / "meta.json").write_text(json.dumps({"name": name, "key": key, "seconds": seconds,
-                                               "toolchain": tc.fingerprint, "created": time.time()}))
-    _publish(tmp, final)
     stats.bump("compiles")
     for hook in hooks:
         hook("compile", name, key)
@@ -153,5 +155,5 @@ def main(argv=None) -> int:
         entries = list((cache_root() / "kernels").glob("*/*/meta.json"))
         print(f"cache: {cache_root()}  kernels: {len(entries)}")
         return 0
-    print("usage: python -m kfuse.cache [info|clear]")
+    print("usage: python -m kfuse.compiler [info|clear]")
     return 2

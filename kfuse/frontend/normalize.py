@@ -192,8 +192,34 @@ class _Resolver(ast.NodeTransformer):
             raise self.error(f"cannot understand the annotation '{ast.unparse(ann)}'", ann) from None
 
 
+# Python constructs no kernel can contain, named as a user knows them. Rejected before names are resolved,
+# so the error names the construct rather than a symptom (e.g. a lambda's parameter looking undefined).
+UNSUPPORTED_CONSTRUCTS = {
+    ast.Try: "try statement", ast.With: "with statement", ast.Raise: "raise statement",
+    ast.Assert: "assert statement", ast.Delete: "del statement", ast.Global: "global statement",
+    ast.Nonlocal: "nonlocal statement", ast.Import: "import statement", ast.ImportFrom: "import statement",
+    ast.ClassDef: "class definition", ast.AsyncFunctionDef: "async function", ast.AsyncFor: "async for",
+    ast.AsyncWith: "async with", ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield",
+    ast.Lambda: "lambda", ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression", ast.Dict: "dict literal",
+    ast.Set: "set literal", ast.JoinedStr: "f-string", ast.NamedExpr: "assignment expression (:=)",
+    ast.Starred: "starred expression", ast.Match: "match statement",
+}
+
+
+def check_constructs(parsed: ParsedFunction, tree: ast.FunctionDef) -> None:
+    """Raise UnsupportedSyntaxError at the first (in source order) construct kernels cannot contain."""
+    bad = [n for n in ast.walk(tree) if type(n) in UNSUPPORTED_CONSTRUCTS]
+    if bad:
+        node = min(bad, key=lambda n: (n.lineno, n.col_offset))
+        raise parsed.error(f"unsupported construct: {UNSUPPORTED_CONSTRUCTS[type(node)]}", node,
+                           "kernels support assignments, if/while/for-range loops, arithmetic, math calls, "
+                           "View indexing and @pk.function helpers", cls=UnsupportedSyntaxError)
+
+
 def normalize(parsed: ParsedFunction, kind: str = "workunit") -> KernelSource:
     """Return a resolved copy of ``parsed``'s AST (the cached original is never mutated)."""
+    check_constructs(parsed, parsed.tree)
     tree = copy.deepcopy(parsed.tree)
     helpers: dict = {}
     resolver = _Resolver(parsed, _local_names(tree), helpers)
@@ -211,7 +237,7 @@ def normalize(parsed: ParsedFunction, kind: str = "workunit") -> KernelSource:
         tree.returns = None
     tree.body = [resolver.visit(stmt) for stmt in tree.body]
     resolved_helpers = {name: normalize(fn.parsed, "function") for name, fn in helpers.items()}
-    for sub in resolved_helpers.values():  # helpers of helpers are visible to the kernel too
+    for sub in list(resolved_helpers.values()):  # helpers of helpers are visible to the kernel too
         for name, h in sub.helpers.items():
             resolved_helpers.setdefault(name, h)
     return KernelSource(name=parsed.name, tree=tree, filename=parsed.filename, helpers=resolved_helpers,
@@ -220,7 +246,7 @@ def normalize(parsed: ParsedFunction, kind: str = "workunit") -> KernelSource:
 
 def annotation_dtype(value) -> kt.DType | None:
     """The scalar DType an annotation object denotes, if any."""
-    if value is None:
+    if value is None or isinstance(value, kt._ViewAnnotation):
         return None
     if isinstance(value, kt._AccAnnotation):
         return value.dtype

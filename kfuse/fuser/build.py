@@ -25,6 +25,16 @@ def fused_name(calls) -> str:
     return f"{'__'.join(c.prepared.name for c in calls[:3])}__{len(calls)}k_{digest}"
 
 
+def same_helper(a: KernelSource, b: KernelSource) -> bool:
+    """Whether two kernels' copies of a helper are interchangeable. Each kernel normalises its helpers
+    itself, so a helper shared by two workunits arrives as two objects: compare the resolved code
+    (fix, tests: identity refused fusing any two kernels that call the same helper)."""
+    if a is b:
+        return True
+    return ast.dump(a.tree) == ast.dump(b.tree) and \
+        {k: repr(v) for k, v in a.annotations.items()} == {k: repr(v) for k, v in b.annotations.items()}
+
+
 class _Renamer(ast.NodeTransformer):
     def __init__(self, mapping: dict, prefix: str, keep: set):
         self.mapping = mapping
@@ -74,12 +84,14 @@ def build(calls) -> tuple[KernelSource, KernelSpec, str]:
     for k, call in enumerate(calls):
         src, spec = call.prepared.source, call.prepared.spec
         for name, helper in src.helpers.items():
-            if helpers.setdefault(name, helper) is not helper:
+            if not same_helper(helpers.setdefault(name, helper), helper):
                 raise ValueError(f"two helpers named '{name}' in one fused kernel")  # planner keeps them apart
         tree = copy.deepcopy(src.tree)
         names = [a.arg for a in tree.args.args]
         mapping = dict(zip(names[:rank], index_names))
-        keep = set(index_names) | set(src.helpers) | set(BUILTIN_CALLS)
+        # Thread indices are renamed through ``mapping``, not kept: a local that happens to be called
+        # 'i0' must get the k<k>_ prefix, or it would become the fused kernel's thread index (fix, tests).
+        keep = set(src.helpers) | set(BUILTIN_CALLS)
         renamer = _Renamer(mapping, f"k{k}_", keep)
         for stmt in tree.body:
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .build import same_helper
 from .safety import pair_conflict
 
 
@@ -32,7 +33,7 @@ def _start_reason(calls, group, call) -> str | None:
     for i in group:
         for name, helper in call.prepared.source.helpers.items():
             other = calls[i].prepared.source.helpers.get(name)
-            if other is not None and other is not helper:
+            if other is not None and not same_helper(other, helper):
                 return f"two different helper functions are both named '{name}'"
         reason = pair_conflict(calls[i], call)
         if reason:

@@ -13,6 +13,8 @@ from ..codegen.kernel import generate
 from ..errors import KfuseError
 from ..runtime.dispatch import execute, raise_deferred
 from ..runtime.launch import CompiledKernel, policy_slots
+from ..transforms import manager as transforms
+from ..transforms.ir import FusedKernel
 from . import build, explain, planner
 from .safety import pattern_of
 
@@ -65,14 +67,25 @@ def _shape_key(calls) -> tuple:
     return tuple(parts), _alias_pattern(calls)
 
 
-def _fused_kernel(group) -> CompiledKernel:
-    key = (tuple(_uid(c.prepared) for c in group), _alias_pattern(group))
-    kernel = _fused.get(key)
-    if kernel is None:
+def _scalar_pattern(args: tuple) -> tuple:
+    """Which scalar arguments are equal (argument fusion merges them), as class numbers."""
+    classes: dict = {}
+    return tuple(classes.setdefault((type(a), a), len(classes)) for a in args if not hasattr(a, "ptr"))
+
+
+def _fused_kernel(group, args: tuple):
+    """The compiled fused kernel for ``group`` and, per parameter, which argument it takes."""
+    names = transforms.enabled()
+    key = (tuple(_uid(c.prepared) for c in group), _alias_pattern(group), _scalar_pattern(args), names)
+    entry = _fused.get(key)
+    if entry is None:
         source, spec, name = build.build(group)
-        kernel = CompiledKernel(generate(source, spec, name), spec, fused=True)
-        _fused[key] = kernel
-    return kernel
+        kernel = FusedKernel(source, spec, tuple(range(len(args))), args)
+        kernel, _ = transforms.apply(kernel, names)
+        compiled = CompiledKernel(generate(kernel.source, kernel.spec, name, kernel.restrict), kernel.spec,
+                                  fused=True)
+        entry = _fused[key] = (compiled, kernel.arg_index)
+    return entry
 
 
 def run_partition(calls: list, fuse: bool = True) -> None:
@@ -93,9 +106,9 @@ def run_partition(calls: list, fuse: bool = True) -> None:
                 value = execute(group[0])
                 values = [value]
             else:
-                kernel = _fused_kernel(group)
                 args = tuple(a for c in group for a in c.bound_args())
-                results = iter(kernel.launch(policy_slots(group[0].policy), args))
+                kernel, arg_index = _fused_kernel(group, args)
+                results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
                 values = [next(results) if c.op == "reduce" else None for c in group]
                 record.fused_names.append(kernel.name)
         except KfuseError as exc:

@@ -122,7 +122,7 @@ def run_debug(call, args):
     if spec.op == "reduce":
         for p in points:
             fn(*p, acc, **kwargs)
-        return (acc.v,)
+        return (_python_scalar(acc.v),)
     points = list(points)
     for p in points:  # scan: a first pass accumulates, a second pass with last_pass=True writes
         fn(*p, acc, False, **kwargs)
@@ -130,7 +130,12 @@ def run_debug(call, args):
     acc = _Acc(spec.accs[0].np.type(0))
     for p in points:
         fn(*p, acc, True, **kwargs)
-    return (total,)
+    return (_python_scalar(total),)
+
+
+def _python_scalar(value):
+    """A plain int/float, the type a compiled kernel's result has."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 _LENGTH = re.compile(r"(%[-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|z|j|t)")

@@ -20,7 +20,7 @@ from ..frontend.spec import ArgType, KernelSpec
 from ..frontend.workunit import Workunit
 from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, normalize as normalize_policy
 from ..tracer.future import Future
-from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation
+from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
 from ..views import View
 from .launch import CompiledKernel, policy_slots
 
@@ -132,9 +132,9 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
     elif isinstance(value, (bool, np.bool_)):
         got = DType.bool
     elif isinstance(value, (int, np.integer)):
-        got = DType.int64 if isinstance(value, int) else DType(np.dtype(type(value)).name)
+        got = DType.int64 if isinstance(value, int) else dtype_of(value.dtype)
     elif isinstance(value, (float, np.floating)):
-        got = DType.float64 if isinstance(value, float) else DType(np.dtype(type(value)).name)
+        got = DType.float64 if isinstance(value, float) else dtype_of(value.dtype)
     else:
         raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' got {type(value).__name__}; kernels "
                             "take Views, NumPy arrays, and int/float/bool scalars")
@@ -174,12 +174,128 @@ def _acc_dtype(wu: Workunit, op: str, policy) -> tuple:
 
 def prepare(wu, op: str, policy, positional: tuple, kwargs: dict) -> KernelCall:
     """Bind arguments and find (or create) the specialisation for this call."""
-    if not isinstance(wu, Workunit):
+    binding, policy, values = _bind(wu, op, policy, positional, kwargs)
+    return binding.call(policy, values)
+
+
+# --- the per-call fast path -------------------------------------------------------------------
+# A repeated call must cost little more than its ctypes call (issue 2: PyKokkos spends ~250 us per
+# launch). So each (workunit, op, policy kind, space) keeps a _Plan: its parameter names and one
+# _Binding per argument signature seen, found by comparing signature lists (no hashing of enums),
+# each knowing how to turn the call's values into kernel arguments without re-deriving types.
+_PASS = frozenset((float, int, bool))  # scalar types whose signature is their type
+_ranges: dict = {}  # int thread count -> its RangePolicy, reused: policies are frozen values
+
+
+def _policy(policy):
+    """``policies.normalize`` without building a new RangePolicy for every ``parallel_for(n, ...)``."""
+    if type(policy) is int:
+        found = _ranges.get(policy)
+        if found is None:
+            if len(_ranges) >= 1024:
+                _ranges.clear()
+            found = _ranges[policy] = RangePolicy(0, policy)
+        return found
+    return normalize_policy(policy)
+
+
+def _sig(v):
+    """What a specialisation depends on in a value (Views' ``sig`` is computed once, in the View)."""
+    if isinstance(v, View):
+        return v.sig
+    if isinstance(v, np.ndarray):
+        return (np.ndarray, v.dtype, v.ndim, "right" if v.flags.c_contiguous else "stride")
+    if isinstance(v, Future):
+        return (Future, v.dtype)
+    return type(v)  # a scalar's type fixes its dtype (and anything else is rejected when specialising)
+
+
+class _Plan:
+    """User parameters of a workunit for one (op, policy kind, space), and the bindings seen so far."""
+
+    __slots__ = ("params", "bindings")
+
+    def __init__(self, params: list):
+        self.params = tuple(params)
+        self.bindings: list[_Binding] = []
+
+
+class _Binding:
+    """One specialisation as reached from one argument signature, with its precomputed converters.
+
+    ``convert`` holds, per value, None when the value is passed as it is (a View, a float for a
+    double, an int for an int64) or the function making the kernel argument; ``direct`` is True when a
+    call can be launched at once (compiled space and no Future arguments).
+    """
+
+    __slots__ = ("sigs", "prepared", "convert", "identity", "deferred", "direct")
+
+    def __init__(self, sigs: list, prepared: Prepared, values: list):
+        self.sigs = sigs
+        self.prepared = prepared
+        self.convert = tuple(_converter(t, v) for (_, t), v in zip(prepared.spec.params, values))
+        self.identity = all(c is None for c in self.convert)
+        self.deferred = any(isinstance(v, Future) for v in values)  # same positions for every call of these sigs
+        self.direct = prepared.spec.space != "Debug" and not self.deferred
+
+    def args(self, values: list) -> tuple:
+        """Kernel arguments of a call without Futures."""
+        if self.identity:
+            return tuple(values)
+        return tuple([v if c is None else c(v) for c, v in zip(self.convert, values)])
+
+    def call(self, policy, values: list) -> KernelCall:
+        if not self.deferred:
+            return KernelCall(self.prepared, policy, self.args(values))
+        wu = self.prepared.workunit
+        args, futures = [], []
+        for i, ((name, t), v) in enumerate(zip(self.prepared.spec.params, values)):
+            if t.is_view:
+                args.append(v if isinstance(v, View) else View.from_numpy(v))
+            elif isinstance(v, Future):
+                futures.append((i, v))
+                args.append(None)
+            else:
+                args.append(_scalar_for(t, v, name, wu))
+        return KernelCall(self.prepared, policy, tuple(args), futures=tuple(futures))
+
+
+def _converter(t: ArgType, value):
+    """How values of ``value``'s signature become argument ``t`` (None: unchanged), as ``_scalar_for`` does.
+
+    An integer parameter never gets a float here: ``_arg_type`` rejects that when specialising.
+    """
+    if t.is_view:
+        return None if isinstance(value, View) else View.from_numpy
+    if isinstance(value, Future):
+        return None  # bound once its value is known (KernelCall.bound_args)
+    if t.dtype.is_float:
+        return None if type(value) is float else float
+    if t.dtype is DType.bool:
+        return _flag
+    return None if type(value) is int else int
+
+
+def _flag(value) -> int:
+    return int(bool(value))
+
+
+def _bind(wu, op: str, policy, positional: tuple, kwargs: dict):
+    """(binding, policy, values) of one call; every check and error of ``prepare`` happens here."""
+    if type(wu) is not Workunit and not isinstance(wu, Workunit):
         if callable(wu):
             raise ArgumentError(f"{getattr(wu, '__name__', wu)!r} is not a workunit; decorate it with @pk.workunit")
         raise ArgumentError(f"expected a workunit, got {wu!r}")
-    policy = normalize_policy(policy)
-    params = _user_params(wu, op, policy)
+    policy = _policy(policy)
+    space = spaces.resolve(policy.space)
+    plans = wu.__dict__.get("_kfuse_plans")
+    if plans is None:
+        plans = wu.__dict__["_kfuse_plans"] = {}
+    plan_key = (op, type(policy), policy.rank, id(space))  # id: enum members are singletons, hashing them is slow
+    plan = plans.get(plan_key)
+    if plan is None:
+        plan = plans[plan_key] = _Plan(_user_params(wu, op, policy))
+    params = plan.params
     if positional:
         if len(positional) > len(params):
             raise ArgumentError(f"workunit '{wu.__name__}' takes {len(params)} arguments, {len(positional)} given")
@@ -187,31 +303,28 @@ def prepare(wu, op: str, policy, positional: tuple, kwargs: dict) -> KernelCall:
             if name in kwargs:
                 raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' given twice")
             kwargs[name] = value
-    if len(kwargs) != len(params):
+    try:
+        if len(kwargs) != len(params):
+            raise KeyError
+        values = [kwargs[p] for p in params]
+    except KeyError:
         missing = [p for p in params if p not in kwargs]
         if missing:
-            raise ArgumentError(f"workunit '{wu.__name__}': missing argument for parameter '{missing[0]}'")
+            raise ArgumentError(f"workunit '{wu.__name__}': missing argument for parameter '{missing[0]}'") from None
         extra = [k for k in kwargs if k not in params]
-        raise ArgumentError(f"workunit '{wu.__name__}' has no parameter '{extra[0]}'")
-    values = [kwargs[p] for p in params]
-    space = spaces.resolve(policy.space)
-    key = (op, type(policy), policy.rank, space) + tuple(
-        v.sig if isinstance(v, View) else (v.dtype, v.ndim, "right" if v.flags.c_contiguous else "stride")
-        if isinstance(v, np.ndarray) else (type(v), getattr(v, "dtype", None)) for v in values)
+        raise ArgumentError(f"workunit '{wu.__name__}' has no parameter '{extra[0]}'") from None
+    sigs = [v.sig if type(v) is View else type(v) if type(v) in _PASS else _sig(v) for v in values]
+    for binding in plan.bindings:
+        if binding.sigs == sigs:
+            return binding, policy, values
+    key = (op, type(policy), policy.rank, space, *sigs)
     prepared = wu.specializations.get(key)
     if prepared is None:
         prepared = _specialize(wu, op, policy, space, params, values)
         wu.specializations[key] = prepared
-    args, futures = [], []
-    for i, ((name, t), v) in enumerate(zip(prepared.spec.params, values)):
-        if t.is_view:
-            args.append(v if isinstance(v, View) else View.from_numpy(v))
-        elif isinstance(v, Future):
-            futures.append((i, v))
-            args.append(None)
-        else:
-            args.append(_scalar_for(t, v, name, wu))
-    return KernelCall(prepared, policy, tuple(args), futures=tuple(futures))
+    binding = _Binding(sigs, prepared, values)
+    plan.bindings.append(binding)
+    return binding, policy, values
 
 
 def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepared:
@@ -257,7 +370,12 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         from .debug import run_nested
 
         return run_nested(op, policy, wu)
-    call = prepare(wu, op, policy, positional, kwargs)
+    binding, policy, values = _bind(wu, op, policy, positional, kwargs)
+    if binding.direct and (tracer is None or not tracer.enabled):  # eager: no KernelCall needed
+        args = binding.args(values)
+        results = binding.prepared.compiled().launch(policy_slots(policy), args)
+        return results[0] if results else None
+    call = binding.call(policy, values)
     if tracer is not None and tracer.enabled:
         call.site = _call_site()
         return tracer.log(call)

@@ -1,7 +1,7 @@
 """Loaded kernels and launching them: pack arguments into 8-byte slots, call the C entry point.
 
 A launch costs one ``struct.pack`` and one ctypes call; View pointers, extents and strides are read
-from attributes the View computed once when it was made.
+from attributes the View computed once when it was made. ``benchmarks/bench_dispatch.py`` measures it.
 """
 from __future__ import annotations
 
@@ -12,10 +12,16 @@ from ..codegen.kernel import GeneratedKernel
 from ..compiler import cache
 from ..errors import LaunchError
 from ..frontend.spec import KernelSpec
+from ..policies import MDRangePolicy, RangePolicy
 from . import kokkos_runtime, stats
 
 _ERRLEN = 2048
 _err = ctypes.create_string_buffer(_ERRLEN)
+_errlen = ctypes.c_int64(_ERRLEN)
+
+
+#: When a list, every launch appends (kernel name, C++-measured seconds, fused?) — used by kfuse.bench.
+profile: list | None = None
 
 
 class CompiledKernel:
@@ -28,8 +34,9 @@ class CompiledKernel:
         self.fused = fused
         self.artifact = cache.build(generated.name, generated.source)
         self.lib = ctypes.CDLL(str(self.artifact.library))
+        # No argtypes: every call passes bytes, two ctypes buffers and a c_int64, which ctypes hands to C
+        # as they are; declaring argtypes would convert each argument again on every launch (~0.3 us).
         self._fn = self.lib.kfuse_launch
-        self._fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64]
         self._fn.restype = ctypes.c_int
         self._last_ns = ctypes.c_int64.in_dll(self.lib, "kfuse_last_ns")
         self._pack = struct.Struct("=" + generated.slot_format).pack
@@ -39,24 +46,26 @@ class CompiledKernel:
         self._views = tuple((t.layout == "stride") if t.is_view else None for _, t in spec.params)
 
     def pack(self, bounds: tuple, args: tuple) -> bytes:
-        values = list(bounds)
+        values = [*bounds]
         for strided, a in zip(self._views, args):
             if strided is None:
                 values.append(a)
             else:
                 values.append(a.ptr)
-                values.extend(a.shape)
+                values += a.shape
                 if strided:
-                    values.extend(a.strides)
+                    values += a.strides
         return self._pack(*values)
 
     def launch(self, bounds: tuple, args: tuple):
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
-        if self._fn(self.pack(bounds, args), self._out, _err, _ERRLEN) != 0:
+        if self._fn(self.pack(bounds, args), self._out, _err, _errlen) != 0:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
         stats.bump("kernels_launched")
         if self.fused:
             stats.bump("fused_kernels_launched")
+        if profile is not None:
+            profile.append((self.name, self._last_ns.value * 1e-9, self.fused))
         return self._unpack(self._out) if self._unpack else ()
 
     @property
@@ -67,8 +76,6 @@ class CompiledKernel:
 
 def policy_slots(policy) -> tuple:
     """The leading slots of the argument buffer: the policy's bounds."""
-    from ..policies import MDRangePolicy, RangePolicy
-
     if isinstance(policy, RangePolicy):
         return (policy.begin, policy.end)
     if isinstance(policy, MDRangePolicy):

@@ -16,9 +16,12 @@ from .trace import Trace
 
 
 class Tracer:
+    """The process's one trace; ``fuse=False`` runs partitions call by call (tracing without fusion)."""
+
     def __init__(self):
         self.trace = Trace()
         self.enabled = False
+        self.fuse = True
         self._running = False
         self.fuse = True  # False: trace and run calls one by one (to measure tracing alone)
 
@@ -78,9 +81,11 @@ def enable_fusion(trace_only: bool = False) -> None:
 
 
 def disable_fusion() -> None:
-    """Run everything pending, then execute each call as it is made."""
-    _tracer.flush_all()
-    _tracer.enabled = False
+    """Run everything pending, then execute each call as it is made (off even if a pending kernel fails)."""
+    try:
+        _tracer.flush_all()
+    finally:
+        _tracer.enabled = False
 
 
 def fusion_enabled() -> bool:

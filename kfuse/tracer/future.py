@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from ..errors import DeferredError
 from ..types import DType
 
 _UNSET = object()
@@ -38,9 +39,13 @@ class Future:
 
     def value(self):
         if self._value is _UNSET:
-            self._resolve(self)
-            if self._value is _UNSET:  # pragma: no cover - the tracer guarantees this
-                raise RuntimeError("kfuse internal error: a Future was not computed by its flush")
+            call = self.call
+            if self._resolve is not None:
+                self._resolve(self)
+            if self._value is _UNSET:  # its flush stopped at an earlier failing kernel, which raised there
+                site = getattr(call, "site", "") or "<unknown>"
+                raise DeferredError(f"the result of the kernel call at {site} was never computed: an earlier delayed "
+                                    "kernel it was flushed with failed")
         return self._value
 
     result = value

@@ -1,0 +1,146 @@
+"""Operand handling shared by the array operations: Views vs scalars, result types, output Views, layouts.
+
+Elementwise kernels run over 1-D Views. A C-contiguous View of any rank is handed to them as a flat
+1-D View over the same memory (the tracer follows byte ranges, so dependencies stay exact); the flat
+View is cached per View so repeated operations on one array see one flat View. A strided 2-D View is
+copied into a contiguous one first (and results for a strided ``out=`` are copied back).
+None of this touches the data on the host, so nothing here forces pending kernels to run.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..policies import MDRangePolicy
+from ..runtime.dispatch import parallel_for
+from ..tracer.future import Future
+from ..views import View
+from . import kernels
+
+_flat_views: "weakref.WeakKeyDictionary[View, View]" = weakref.WeakKeyDictionary()
+
+
+def is_array(x) -> bool:
+    """Views, NumPy arrays (not 0-d) and lists are arrays; numbers and Futures are scalars."""
+    if isinstance(x, np.ndarray):
+        return x.ndim > 0
+    return isinstance(x, (View, list, tuple))
+
+
+def as_view(x) -> View:
+    """The View for an array operand (NumPy arrays are wrapped without copying)."""
+    if isinstance(x, View):
+        return x
+    return View.from_numpy(x if isinstance(x, np.ndarray) else np.asarray(x))
+
+
+def as_scalar(x):
+    """A scalar operand as a Python number (or the Future standing for one)."""
+    if isinstance(x, Future):
+        return x
+    if isinstance(x, (np.generic, np.ndarray)):
+        return x.item()
+    if isinstance(x, (bool, int, float)):
+        return x
+    raise TypeError(f"expected a View, an array or a number, got {type(x).__name__}")
+
+
+def operand(x):
+    return as_view(x) if is_array(x) else as_scalar(x)
+
+
+def kernel_scalar(s, like: View):
+    """A scalar as passed to a kernel: ints become floats next to float Views (one specialisation)."""
+    if isinstance(s, Future):
+        return s
+    if like.dtype.is_float and isinstance(s, (bool, int)):
+        return float(s)
+    return int(s) if isinstance(s, bool) else s
+
+
+def _np_operand(x):
+    """What ``np.result_type`` needs to apply NumPy's rules (Python scalars are 'weak')."""
+    if isinstance(x, View):
+        return x.dtype.np
+    if isinstance(x, Future):
+        return 0.0 if x.dtype.is_float else (False if x.dtype.np == np.bool_ else 0)
+    return x
+
+
+def result_dtype(*operands, floating: bool = False) -> np.dtype:
+    """NumPy's result type of an operation on ``operands``; ``floating`` for true division and math."""
+    dtype = np.result_type(*(_np_operand(x) for x in operands))
+    if floating and dtype.kind != "f":
+        return np.dtype(np.float64)
+    return dtype
+
+
+def new_view(shape, dtype) -> View:
+    return View.from_numpy(np.empty(shape, dtype=dtype))
+
+
+def output(out, shape: tuple, dtype) -> View:
+    """``out`` checked against the result shape, or a new View."""
+    if out is None:
+        return new_view(shape, dtype)
+    out = as_view(out)
+    if out.shape != tuple(shape):
+        raise ValueError(f"out= has shape {out.shape}, the result has shape {tuple(shape)}")
+    return out
+
+
+def same_shape(name: str, *views: View) -> tuple:
+    shape = views[0].shape
+    for v in views[1:]:
+        if v.shape != shape:
+            raise ValueError(f"{name}: operands have shapes {shape} and {v.shape}; kfuse array operations do not "
+                             "broadcast (use equal shapes or a scalar)")
+    return shape
+
+
+def transposed(v: View) -> View:
+    """A View of the transpose sharing v's memory (a strided View)."""
+    return View.from_numpy(v._array.T)
+
+
+def contiguous(v: View) -> View:
+    """v itself if C-contiguous, else a contiguous copy made by a kernel."""
+    if v.layout == "right" or v.ndim == 1:
+        return v
+    if v.ndim != 2:
+        raise ValueError("kfuse array operations take strided Views of rank 1 or 2 only")
+    copy = new_view(v.shape, v.dtype.np)
+    parallel_for(MDRangePolicy([0, 0], list(v.shape)), kernels.copy2d_k, out=copy, a=v)
+    return copy
+
+
+def flat(v: View) -> View:
+    """A 1-D View over all elements of v, in C order (v must be contiguous or 1-D)."""
+    if v.ndim == 1:
+        return v
+    f = _flat_views.get(v)
+    if f is None:
+        f = View.from_numpy(v._array.reshape(-1))
+        _flat_views[v] = f
+    return f
+
+
+def elementwise(wu, target: View, **operands) -> View:
+    """Run ``wu(i, out, **operands)`` over every element of ``target`` and return ``target``."""
+    if target.size == 0:
+        return target
+    dest = contiguous_target(target)
+    args = {k: flat(contiguous(v)) if isinstance(v, View) else v for k, v in operands.items()}
+    parallel_for(dest.size, wu, out=flat(dest), **args)
+    if dest is not target:
+        parallel_for(MDRangePolicy([0, 0], list(target.shape)), kernels.copy2d_k, out=target, a=dest)
+    return target
+
+
+def contiguous_target(target: View) -> View:
+    if target.layout == "right" or target.ndim == 1:
+        return target
+    if target.ndim != 2:
+        raise ValueError("kfuse array operations take strided Views of rank 1 or 2 only")
+    return new_view(target.shape, target.dtype.np)

@@ -1,0 +1,72 @@
+"""The value the transforms pass along: a fused kernel plus what the runtime knows about its arguments.
+
+Passes never mutate their input; each returns a new ``FusedKernel`` and a ``modified`` flag.
+``arg_index[p]`` tells which argument of the group (in the concatenated order of the calls) parameter
+``p`` of the kernel receives, so parameters can be merged away by argument fusion.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+
+from ..frontend.normalize import KernelSource
+from ..frontend.spec import KernelSpec
+
+
+@dataclass(frozen=True)
+class FusedKernel:
+    source: KernelSource
+    spec: KernelSpec
+    arg_index: tuple  # per parameter of spec.params: index into the group's concatenated arguments
+    args: tuple = field(repr=False)  # the group's concatenated argument values (Views and scalars)
+    restrict: frozenset = frozenset()  # View parameters passed as __restrict__ pointers
+
+    def value(self, param: str):
+        names = [n for n, _ in self.spec.params]
+        return self.args[self.arg_index[names.index(param)]]
+
+    def with_tree(self, tree: ast.FunctionDef, **changes) -> "FusedKernel":
+        source = KernelSource(name=self.source.name, tree=tree, filename=self.source.filename,
+                              helpers=self.source.helpers, annotations=self.source.annotations)
+        return replace(self, source=source, **changes)
+
+
+@dataclass(frozen=True)
+class PassResult:
+    kernel: FusedKernel
+    modified: bool
+
+
+def storage_key(view) -> tuple:
+    """Views with equal keys address exactly the same elements."""
+    return (view.ptr, view.shape, view.strides, view.dtype)
+
+
+def overlaps(a, b) -> bool:
+    return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
+
+
+def assigned_names(nodes) -> set:
+    names = set()
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                names.add(sub.id)
+    return names
+
+
+def alias_classes(kernel: FusedKernel) -> dict:
+    """View parameter -> a representative parameter of every View whose memory it may overlap."""
+    views = [(n, kernel.value(n)) for n, t in kernel.spec.params if t.is_view]
+    parent = {n: n for n, _ in views}
+
+    def find(n):
+        while parent[n] != n:
+            n = parent[n]
+        return n
+
+    for i, (a, va) in enumerate(views):
+        for b, vb in views[i + 1:]:
+            if overlaps(va, vb):
+                parent[find(b)] = find(a)
+    return {n: find(n) for n, _ in views}

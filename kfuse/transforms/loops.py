@@ -1,0 +1,122 @@
+"""Loop fusion: adjacent ``for`` loops over the same range inside a fused body become one loop.
+
+Arrays are compared by storage (parameters whose memory overlaps count as one array). Legal only when
+iteration j of the merged loop can run the second body right after the first: every
+array that one body writes and the other touches is accessed with identical index expressions in both
+bodies (dependence distance 0), no scalar written by one body is used by the other, and neither body
+leaves the loop early (break/continue/return). When unsure, loops stay apart. Applied to a fixpoint,
+including loops nested inside merged ones.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+from .ir import FusedKernel, PassResult, alias_classes
+
+
+def _rename(nodes, old: str, new: str):
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id == old:
+                sub.id = new
+    return nodes
+
+
+def _flatten(node):
+    indices = []
+    while isinstance(node, ast.Subscript):
+        idx = node.slice
+        indices = list(idx.elts if isinstance(idx, ast.Tuple) else [idx]) + indices
+        node = node.value
+    return node, indices
+
+
+def _footprint(body, views: dict):
+    """Array accesses {name: set(index dumps)}, written arrays, scalars written/read, and early exits."""
+    accesses, written, scal_w, scal_r, exits = {}, set(), set(), set(), False
+    inner = set()  # A[i] inside A[i][j]: part of one access, not an access of its own
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Break, ast.Continue, ast.Return)):
+                exits = True
+            elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    base, _ = _flatten(t)
+                    if isinstance(t, ast.Subscript) and isinstance(base, ast.Name) and base.id in views:
+                        written.add(views[base.id])
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr.startswith("atomic_") and node.args and isinstance(node.args[0], ast.Name):
+                written.add(views.get(node.args[0].id, node.args[0].id))
+                accesses.setdefault(views.get(node.args[0].id, node.args[0].id), set()).add("<atomic>")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                for a in node.args:  # a View handed to a helper: unknown accesses
+                    if isinstance(a, ast.Name) and a.id in views:
+                        written.add(views[a.id])
+                        accesses.setdefault(views[a.id], set()).add("<opaque>")
+            if isinstance(node, ast.Subscript) and id(node) not in inner:
+                base, idx = _flatten(node)
+                sub = node.value
+                while isinstance(sub, ast.Subscript):
+                    inner.add(id(sub))
+                    sub = sub.value
+                if isinstance(base, ast.Name) and base.id in views:
+                    accesses.setdefault(views[base.id], set()).add(ast.dump(ast.Tuple(elts=idx, ctx=ast.Load())))
+            elif isinstance(node, ast.Name) and node.id not in views:
+                (scal_w if isinstance(node.ctx, ast.Store) else scal_r).add(node.id)
+    return accesses, written, scal_w, scal_r, exits
+
+
+def _can_merge(a: ast.For, b: ast.For, views: dict) -> bool:
+    if a.orelse or b.orelse or not isinstance(a.target, ast.Name) or not isinstance(b.target, ast.Name):
+        return False
+    if ast.dump(a.iter) != ast.dump(b.iter):
+        return False
+    body_b = _rename(copy.deepcopy(b.body), b.target.id, a.target.id)
+    acc_a, wr_a, sw_a, sr_a, exit_a = _footprint(a.body, views)
+    acc_b, wr_b, sw_b, sr_b, exit_b = _footprint(body_b, views)
+    if exit_a or exit_b:
+        return False
+    loop_var = {a.target.id}
+    if (sw_a - loop_var) & (sw_b | sr_b) or (sw_b - loop_var) & (sw_a | sr_a):
+        return False
+    iter_names = {n.id for n in ast.walk(a.iter) if isinstance(n, ast.Name)}
+    if iter_names & (sw_a | sw_b):
+        return False
+    for name in (wr_a | wr_b) & set(acc_a) & set(acc_b):
+        both = acc_a[name] | acc_b[name]
+        if len(both) != 1 or "<atomic>" in both or "<opaque>" in both:
+            return False
+    return True
+
+
+def _fuse_list(stmts: list, views: dict) -> tuple[list, bool]:
+    out: list = []
+    modified = False
+    for stmt in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner and not isinstance(stmt, ast.FunctionDef):
+                new, changed = _fuse_list(inner, views)
+                if changed:
+                    setattr(stmt, field, new)
+                    modified = True
+        prev = out[-1] if out else None
+        if isinstance(prev, ast.For) and isinstance(stmt, ast.For) and _can_merge(prev, stmt, views):
+            prev.body = prev.body + _rename(stmt.body, stmt.target.id, prev.target.id)
+            merged, _ = _fuse_list(prev.body, views)
+            prev.body = merged
+            modified = True
+            continue
+        out.append(stmt)
+    return out, modified
+
+
+def run(kernel: FusedKernel) -> PassResult:
+    tree = copy.deepcopy(kernel.source.tree)
+    views = alias_classes(kernel)
+    body, modified = _fuse_list(tree.body, views)
+    if not modified:
+        return PassResult(kernel, False)
+    tree.body = body
+    return PassResult(kernel.with_tree(tree), True)

@@ -1,0 +1,25 @@
+"""Restrict: View parameters proven not to overlap any other View parameter are passed to the fused
+body as ``__restrict__`` raw pointers (with their strides), as in the PyFuser paper's Figure 6c.
+
+The proof is at run time, on the actual arguments: a View qualifies only if its bytes overlap no other
+View parameter's bytes. Two parameters that are the same array (argument fusion off) overlap, so
+neither is marked — marking them would let the compiler reorder a store and a load of one element and
+change results. Views handed to helper functions keep their View type.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from .ir import FusedKernel, PassResult, overlaps
+
+
+def run(kernel: FusedKernel) -> PassResult:
+    views = [(n, kernel.value(n)) for n, t in kernel.spec.params if t.is_view]
+    helper_args = {a.id for node in ast.walk(kernel.source.tree) if isinstance(node, ast.Call)
+                   and isinstance(node.func, ast.Name) for a in node.args if isinstance(a, ast.Name)}
+    chosen = frozenset(n for i, (n, v) in enumerate(views)
+                       if n not in helper_args and not any(overlaps(v, w) for j, (_, w) in enumerate(views) if j != i))
+    if chosen == kernel.restrict:
+        return PassResult(kernel, False)
+    return PassResult(replace(kernel, restrict=chosen), True)
