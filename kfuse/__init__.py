@@ -70,3 +70,5 @@ class Timer:
 
 
 from .tracer.api import disable_fusion, enable_fusion, explain, fusion, fusion_enabled  # noqa: E402
+from .transforms.manager import set_transforms  # noqa: E402
+from .ops import *  # noqa: E402,F401,F403 - NumPy-style array operations (pk.add, pk.sum, pk.zeros ...)

@@ -5,7 +5,6 @@ meaning when a workunit runs in the Debug space (the Python interpreter).
 """
 from __future__ import annotations
 
-import builtins
 import math
 import sys
 
@@ -19,7 +18,6 @@ floor, ceil, trunc, fabs, fmod, hypot, copysign = math.floor, math.ceil, math.tr
 isnan, isinf, isfinite, erf, erfc, tgamma, lgamma = math.isnan, math.isinf, math.isfinite, math.erf, math.erfc, \
     math.gamma, math.lgamma
 pow = math.pow  # noqa: A001 - PyKokkos spelling
-abs, min, max = builtins.abs, builtins.min, builtins.max  # noqa: A001 - so pk.abs / pk.min / pk.max exist
 
 
 def cbrt(x):

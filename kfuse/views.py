@@ -115,7 +115,9 @@ class View:
     def __getitem__(self, index):
         host_barrier(self, False)
         item = self._array[index]
-        return item.copy() if isinstance(item, np.ndarray) else item
+        if isinstance(item, np.ndarray):  # a row or slice shares memory, as in PyKokkos: `A[i][j] = v` writes A
+            host_barrier(self, True)
+        return item
 
     def __setitem__(self, index, value) -> None:
         host_barrier(self, True)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 import kfuse as pk
-from kfuse.tracer import api as pk_tracer
 
 N = 32  # length of the 1-D arrays
 K = 4  # columns of the 2-D array M (rows: N)
@@ -139,7 +138,7 @@ class Realloc:
 
 
 def _read_slice(v):
-    return v[1:5] if v.ndim == 1 else v[1:3]
+    return np.array(v[1:5] if v.ndim == 1 else v[1:3])  # a slice shares the View's memory: keep a copy
 
 
 READS = {
@@ -276,18 +275,13 @@ def _eager():
 def _tracing(fuse: bool):
     @contextlib.contextmanager
     def mode():
-        tracer = pk_tracer._tracer
-        pk.enable_fusion()
+        pk.enable_fusion(trace_only=not fuse)
         if not pk.fusion_enabled():
             raise RuntimeError("tracing did not turn on (is KFUSE_FUSION=0 set?)")
-        tracer.fuse = fuse
         try:
             yield
         finally:
-            try:
-                pk.disable_fusion()
-            finally:
-                tracer.fuse = True
+            pk.disable_fusion()
     return mode
 
 

@@ -70,6 +70,25 @@ def test_float_arithmetic_has_python_semantics():
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
 
 
+@pk.workunit
+def mixed_int_widths(i, u, a, out):
+    out[i, 0] = u[i] < -1  # compares values, as Python does (no unsigned conversion)
+    out[i, 1] = u[i] - 5
+    out[i, 2] = a[i] * a[i]  # int32 * int32 computed without 32-bit overflow
+    out[i, 3] = -u[i]
+    out[i, 4] = (a[i] * 3) // -7 + u[i] % -4
+
+
+def test_mixed_integer_widths_compute_true_values():
+    u = np.array([3, 0, 7, 4000000000], dtype=np.uint32)
+    a = np.array([100000, -100000, 46341, 7], dtype=np.int32)
+    out = np.zeros((4, 5), dtype=np.int64)
+    pk.parallel_for(4, mixed_int_widths, u=u, a=a, out=out)
+    uu, aa = u.astype(np.int64), a.astype(np.int64)
+    expected = np.stack([uu < -1, uu - 5, aa * aa, -uu, (aa * 3) // -7 + uu % -4], axis=1)
+    np.testing.assert_array_equal(out, expected)
+
+
 # --- locals, loops, branches, comparisons ---------------------------------------------------------
 @pk.workunit
 def control_flow(i, n, out):
@@ -108,6 +127,9 @@ def control_flow(i, n, out):
     out[i][4] = 1 if i > 5 else -1
     out[i][5] = half * 4
     out[i][6] = (2 < i <= 8) + (i != 4 != 5)
+    for last in range(3, i + 4):
+        pass
+    out[i][7] = last * 10  # a loop variable keeps its last value after the loop
 
 
 def _collatz_steps(m):
@@ -120,12 +142,12 @@ def _collatz_steps(m):
 
 def test_locals_loops_branches():
     n = 16
-    out = np.zeros((n, 7), dtype=np.int64)
+    out = np.zeros((n, 8), dtype=np.int64)
     pk.parallel_for(n, control_flow, n=n, out=out)
     for i in range(n):
         kind = 1 if 0 <= i < 3 else 2 if (i >= 3 and i % 2 == 0) or i == 7 else 3 if i >= 10 else 4
         expected = [sum(range(i, -1, -2)), sum(k for k in range(1, n, 3) if k <= i and k % 2), _collatz_steps(i + 1),
-                    kind, 1 if i > 5 else -1, i * 2, int(2 < i <= 8) + int(i != 4)]
+                    kind, 1 if i > 5 else -1, i * 2, int(2 < i <= 8) + int(i != 4), (i + 3) * 10]
         assert out[i].tolist() == expected, f"row {i}"
 
 
@@ -186,7 +208,7 @@ def math_fns(i, x, out):
     out[i, 4] = pk.fabs(1 - v) + pk.abs(2 - v) + abs(-v) + math.fabs(v - 3)
     out[i, 5] = pk.pow(v, 1.5) + math.pow(v, 2)
     out[i, 6] = pk.floor(v * 3) + math.ceil(v * 3) + pk.ceil(-v)
-    out[i, 7] = pk.fmin(v, 1.0) + pk.fmax(v, 2.0) + min(v, 1.5) + max(v, 2.5, 0.0) + min(i, 3) + pk.min(v, 0.5) + pk.max(i, 2)
+    out[i, 7] = pk.fmin(v, 1.0) + pk.fmax(v, 2.0) + min(v, 1.5) + max(v, 2.5, 0.0) + min(i, 3)
 
 
 def test_math_functions_via_pk_math_and_from_import():
@@ -198,7 +220,7 @@ def test_math_functions_via_pk_math_and_from_import():
         3 * np.sqrt(x), np.exp(x) - np.exp(-x), np.log(x) + np.log(x + 1), np.sin(x) * np.cos(x) + np.tan(x / 4),
         np.abs(1 - x) + np.abs(2 - x) + x + np.abs(x - 3), x ** 1.5 + x ** 2,
         np.floor(x * 3) + np.ceil(x * 3) + np.ceil(-x),
-        np.minimum(x, 1) + np.maximum(x, 2) + np.minimum(x, 1.5) + np.maximum(x, 2.5) + np.minimum(i, 3) + np.minimum(x, 0.5) + np.maximum(i, 2)], axis=1)
+        np.minimum(x, 1) + np.maximum(x, 2) + np.minimum(x, 1.5) + np.maximum(x, 2.5) + np.minimum(i, 3)], axis=1)
     np.testing.assert_allclose(out, expected, rtol=1e-12)
 
 
@@ -234,11 +256,18 @@ def say_percent(i, x):
     pk.printf("%d%% of %5.1f\n", i * 10, x[i])
 
 
+@pk.workunit
+def say_text(i):
+    pk.printf("naïve \"q\" \\ \x01a\t%x\n", i + 10)
+
+
 def test_printf_output_reaches_stdout(capfd):
     x = np.array([1.5, 2.25, -3.0])
     pk.parallel_for(3, say_percent, x=x)
     out = capfd.readouterr().out
     assert sorted(out.splitlines()) == ["0% of   1.5", "10% of   2.2", "20% of  -3.0"]
+    pk.parallel_for(1, say_text)  # non-ASCII text, quotes, backslash, a control character before a hex digit
+    assert capfd.readouterr().out == "naïve \"q\" \\ \x01a\ta\n"
 
 
 def test_printf_output_is_flushed_in_order_with_python_output(tmp_path):
@@ -365,3 +394,22 @@ def test_strided_numpy_views_are_written_in_place():
     C = np.zeros((3, 4))
     pk.parallel_for(4, transpose_add, A=A.T, B=B, C=C)  # transposed (strided) 2-D input
     np.testing.assert_array_equal(C, (A.T + B * 4 + 4).T)
+
+
+# --- names that mean something in C++ ----------------------------------------------------------------
+@pk.workunit
+def cxx_names(i, new, value_type, member_type, out):
+    NULL = 1
+    errno = 2
+    auto = new[i]
+    template = value_type * 2
+    kf_acc = member_type
+    EOF = NULL + errno
+    out[i] = auto + template + kf_acc + EOF
+
+
+def test_identifiers_that_are_cxx_keywords_macros_or_generated_names():
+    new = np.arange(5.0)
+    out = np.zeros(5)
+    pk.parallel_for(5, cxx_names, new=new, value_type=3, member_type=4, out=out)
+    np.testing.assert_array_equal(out, new + 6 + 4 + 3)

@@ -18,7 +18,7 @@ def cube(v: float) -> float:
 def mixed(i, x, hist, out):
     v = x[i]
     k = i % 3 - 1
-    out[i][0] = cube(v) + math.sqrt(abs(v)) + pk.fmax(v, 0.0)
+    out[i][0] = cube(v) + pk.sqrt(abs(v)) + pk.fmax(v, 0.0) + math.floor(v)
     out[i, 1] = (i - 7) // 2 + (i - 7) % 3 + k ** 2
     pk.atomic_add(hist, [i % 4], 1)
 
@@ -34,7 +34,7 @@ def test_debug_matches_compiled_and_numpy():
         assert pk.stats()["kernels_launched"] == launched + (space is not DEBUG)
         results.append((out, hist))
     i = np.arange(30)
-    expected = np.stack([x ** 3 + np.sqrt(np.abs(x)) + np.maximum(x, 0), (i - 7) // 2 + (i - 7) % 3 + (i % 3 - 1) ** 2],
+    expected = np.stack([x ** 3 + np.sqrt(np.abs(x)) + np.maximum(x, 0) + np.floor(x), (i - 7) // 2 + (i - 7) % 3 + (i % 3 - 1) ** 2],
                         axis=1)
     for out, hist in results:
         np.testing.assert_allclose(out, expected, rtol=1e-14)

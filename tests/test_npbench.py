@@ -20,6 +20,15 @@ from examples.npbench import adi, covariance, fdtd_2d, jacobi_1d, mvt, syr2k, sy
 MODES = pytest.mark.parametrize("fused", [False, True], ids=["eager", "fused"])
 
 
+@pytest.fixture(autouse=True)
+def fusion_off(monkeypatch):
+    """Eager unless a test opens ``pk.fusion()``, whatever the environment says."""
+    monkeypatch.delenv("KFUSE_FUSION", raising=False)
+    pk.disable_fusion()
+    yield
+    pk.disable_fusion()
+
+
 def run(module, fused: bool, inputs: dict):
     """The subject's outputs (a tuple), inputs untouched; in fused mode every call must have been traced."""
     before = {k: v.copy() for k, v in inputs.items() if isinstance(v, np.ndarray)}
@@ -156,3 +165,23 @@ def test_adi(fused):
     want_u, want_v = ref_adi(**inputs)
     assert_close(u, want_u)
     assert_close(v, want_v)
+
+
+# Kernel launches per run with fusion on, from each module's docstring: the groups the subjects are written to
+# form (same range, each thread touching only its own slice), and the boundaries that neighbour reads force.
+EXPECTED_LAUNCHES = {
+    jacobi_1d: lambda p: 2 * p["TSTEPS"],  # B from A's neighbours, then A from B's: never fused
+    mvt: lambda p: 1,
+    syrk: lambda p: 1,
+    syr2k: lambda p: 1,
+    covariance: lambda p: 3,  # [mean, centre], covariance rows, mirror
+    fdtd_2d: lambda p: 4 * p["TMAX"],  # the field updates have different row ranges, hz reads ey[i + 1]
+    adi: lambda p: 2 * p["TSTEPS"],  # one fused kernel per sweep
+}
+
+
+@pytest.mark.parametrize("module", list(EXPECTED_LAUNCHES), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_fusion_groups(module):
+    inputs = module.initialize("small")
+    run(module, True, inputs)
+    assert pk.stats()["kernels_launched"] == EXPECTED_LAUNCHES[module](inputs), pk.explain()

@@ -158,6 +158,41 @@ def test_team_nested_for_barrier_and_ranks():
     np.testing.assert_array_equal(ids[:, :, 2], ts)
 
 
+@pk.workunit
+def team_rows(team: pk.TeamMember, acc: pk.Acc[pk.int64], x, prefix, doubled):
+    r = team.league_rank()
+
+    def scan_row(j, partial: pk.Acc[pk.double], last_pass: bool):
+        partial += x[r][j]
+        if last_pass:
+            prefix[r][j] = partial
+
+    def double_row(j):
+        doubled[r][j] = 2 * x[r][j]
+
+    def count_big(j, c: pk.Acc[pk.int64]):
+        if x[r][j] > 0.5:
+            c += 1
+
+    pk.parallel_scan(pk.TeamThreadRange(team, x.extent(1)), scan_row)
+    pk.parallel_for(pk.ThreadVectorRange(team, x.extent(1)), double_row)
+    big = pk.parallel_reduce(pk.TeamThreadRange(team, x.extent(1)), count_big)
+    if team.team_rank() == 0:
+        acc += big
+
+
+@pytest.mark.parametrize("space", [pk.OpenMP, pk.Debug])
+def test_team_reduce_with_nested_scan_vector_range_and_int_reduce(space):
+    x = np.random.default_rng(6).uniform(size=(9, 21))
+    prefix = np.zeros_like(x)
+    doubled = np.zeros_like(x)
+    big = pk.parallel_reduce(pk.TeamPolicy(space, 9, team_size() if space is pk.OpenMP else 1), team_rows, x=x,
+                             prefix=prefix, doubled=doubled)
+    assert big == int(np.sum(x > 0.5))
+    np.testing.assert_allclose(prefix, np.cumsum(x, axis=1), rtol=1e-13)
+    np.testing.assert_array_equal(doubled, 2 * x)
+
+
 # --- execution spaces -----------------------------------------------------------------------------
 @pk.workunit
 def axpy(i, a: float, x, y):

@@ -82,8 +82,8 @@ def _keywords(args: list, line: int, cmd: str, allowed: dict) -> dict:
         if key not in allowed:
             raise InputError(f"line {line}: '{cmd}' keyword '{key}' is not supported")
         check = allowed[key]
-        if callable(check):
-            found[key] = check(value)
+        if check is int:
+            found[key] = _number(value, int, line, f"'{cmd} {key}'")
         elif value not in check:
             raise InputError(f"line {line}: '{cmd} {key} {value}' is not supported (only {'/'.join(check)})")
         else:
@@ -132,9 +132,15 @@ def parse(text: str) -> Input:
             if not have_box or args[1] != "box":
                 raise InputError(f"line {line_no}: 'create_atoms <type> box' needs a create_box before it")
             values["atom_type"] = _number(args[0], int, line_no, "the atom type")
+            if values["atom_type"] != 1:
+                raise InputError(f"line {line_no}: the box has one atom type, so atoms must be of type 1")
         elif cmd == "mass":
             _expect(args, 2, line_no, cmd, "'<type> <mass>'")
-            masses[_number(args[0], int, line_no, "the atom type")] = _number(args[1], float, line_no, "the mass")
+            atom_type = _number(args[0], int, line_no, "the atom type")
+            mass = _number(args[1], float, line_no, "the mass")
+            if mass <= 0:
+                raise InputError(f"line {line_no}: the mass must be positive")
+            masses[atom_type] = mass
         elif cmd == "velocity":
             if len(args) < 4 or args[0] != "all" or args[1] != "create":
                 raise InputError(f"line {line_no}: 'velocity' takes 'all create <T> <seed> [keyword value ...]'")
@@ -157,6 +163,8 @@ def parse(text: str) -> Input:
             if pair_cutoff is None:
                 raise InputError(f"line {line_no}: 'pair_coeff' needs a 'pair_style' before it")
             values["coeff"] = PairCoeff(eps, sigma, pair_cutoff if cut is None else cut)
+            if min(values["coeff"].sigma, values["coeff"].cutoff) <= 0:
+                raise InputError(f"line {line_no}: sigma and the cutoff must be positive")
         elif cmd == "pair_modify":
             kw = _keywords(args, line_no, cmd, {"shift": ("yes", "no")})
             values["shift"] = kw.get("shift", "no") == "yes"
@@ -165,6 +173,8 @@ def parse(text: str) -> Input:
             if args[1] != "bin":
                 raise InputError(f"line {line_no}: only 'neighbor <skin> bin' is supported")
             values["skin"] = _number(args[0], float, line_no, "the skin")
+            if values["skin"] < 0:
+                raise InputError(f"line {line_no}: the skin must not be negative")
         elif cmd == "neigh_modify":
             kw = _keywords(args, line_no, cmd, {"delay": ("0",), "every": int, "check": ("no",)})
             if "every" in kw:
@@ -177,6 +187,8 @@ def parse(text: str) -> Input:
         elif cmd == "timestep":
             _expect(args, 1, line_no, cmd, "'<dt>'")
             values["dt"] = _number(args[0], float, line_no, "the timestep")
+            if values["dt"] <= 0:
+                raise InputError(f"line {line_no}: the timestep must be positive")
         elif cmd == "thermo":
             _expect(args, 1, line_no, cmd, "'<every>'")
             values["thermo_every"] = _number(args[0], int, line_no, "the thermo interval")

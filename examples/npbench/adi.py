@@ -18,7 +18,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
-from examples.npbench.common import main, random_matrix  # noqa: E402
+from examples.npbench.common import main, random_matrix, results  # noqa: E402
 
 SIZES = {"small": {"N": 40, "TSTEPS": 5}, "medium": {"N": 500, "TSTEPS": 50}, "large": {"N": 1000, "TSTEPS": 100}}
 
@@ -90,7 +90,8 @@ def run_kfuse(TSTEPS: int, N: int, u: np.ndarray) -> tuple[np.ndarray, np.ndarra
     for _ in range(TSTEPS):
         _sweep(lines, vu, vt, p, q, col, row, N)  # column sweep: v[:, i] from u's columns i-1, i, i+1
         _sweep(lines, vt, vu, p, q, row, col, N)  # row sweep: u[i, :] from v's rows i-1, i, i+1
-    return np.array(vu), np.array(vt).T.copy()
+    u_out, vt_out = results(vu, vt)
+    return u_out, vt_out.T.copy()
 
 
 if __name__ == "__main__":

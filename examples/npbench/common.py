@@ -15,6 +15,14 @@ def random_matrix(seed: int, *shape) -> np.ndarray:
     return np.random.default_rng(seed).random(shape)
 
 
+def results(*views) -> tuple:
+    """The Views as NumPy copies, after one ``pk.fence()``: with fusion on, that runs every pending call in one
+    flush, so independent kernels (e.g. mvt's two products) can fuse; reading each View alone would flush only
+    the calls it depends on."""
+    pk.fence()
+    return tuple(np.array(v) for v in views)
+
+
 @pk.workunit
 def scale_lower(i: int, C: pk.View2D[pk.double], beta: pk.double):
     """C[i, :i+1] *= beta (the lower triangle, diagonal included; syrk and syr2k)."""

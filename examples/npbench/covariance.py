@@ -16,7 +16,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
-from examples.npbench.common import main, random_matrix  # noqa: E402
+from examples.npbench.common import main, random_matrix, results  # noqa: E402
 
 SIZES = {"small": {"N": 60, "M": 50}, "medium": {"N": 800, "M": 700}, "large": {"N": 1400, "M": 1200}}
 
@@ -68,7 +68,7 @@ def run_kfuse(float_n: float, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     pk.parallel_for(m, center_column, data=d, mean=mean, n=n)
     pk.parallel_for(m, covariance_row, cov=cov, data=d, float_n=float_n, n=n, m=m)
     pk.parallel_for(m, mirror_lower, cov=cov)
-    return np.array(cov), np.array(d)
+    return results(cov, d)
 
 
 if __name__ == "__main__":

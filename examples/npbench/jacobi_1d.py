@@ -14,7 +14,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
-from examples.npbench.common import main, random_matrix  # noqa: E402
+from examples.npbench.common import main, random_matrix, results  # noqa: E402
 
 SIZES = {"small": {"N": 400, "TSTEPS": 20}, "medium": {"N": 40000, "TSTEPS": 500},
          "large": {"N": 400000, "TSTEPS": 1000}}
@@ -36,7 +36,7 @@ def run_kfuse(TSTEPS: int, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     for _ in range(TSTEPS):
         pk.parallel_for(interior, average3, src=a, dst=b)
         pk.parallel_for(interior, average3, src=b, dst=a)
-    return np.array(a), np.array(b)
+    return results(a, b)
 
 
 if __name__ == "__main__":

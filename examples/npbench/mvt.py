@@ -13,7 +13,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
-from examples.npbench.common import main, random_matrix  # noqa: E402
+from examples.npbench.common import main, random_matrix, results  # noqa: E402
 
 SIZES = {"small": {"N": 120}, "medium": {"N": 2500}, "large": {"N": 5000}}
 
@@ -49,7 +49,7 @@ def run_kfuse(A: np.ndarray, x1: np.ndarray, x2: np.ndarray, y1: np.ndarray, y2:
     r1, r2 = pk.from_numpy(x1.copy()), pk.from_numpy(x2.copy())
     pk.parallel_for(n, add_matvec, x=r1, A=a, y=v1, n=n)
     pk.parallel_for(n, add_matvec_transposed, x=r2, A=a, y=v2, n=n)
-    return np.array(r1), np.array(r2)
+    return results(r1, r2)
 
 
 if __name__ == "__main__":

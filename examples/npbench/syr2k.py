@@ -14,7 +14,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
-from examples.npbench.common import main, random_matrix, scale_lower  # noqa: E402
+from examples.npbench.common import main, random_matrix, results, scale_lower  # noqa: E402
 
 SIZES = {"small": {"N": 70, "M": 50}, "medium": {"N": 600, "M": 500}, "large": {"N": 1200, "M": 1000}}
 
@@ -40,7 +40,7 @@ def run_kfuse(alpha: float, beta: float, C: np.ndarray, A: np.ndarray, B: np.nda
     c, a, b = pk.from_numpy(C.copy()), pk.from_numpy(A), pk.from_numpy(B)
     pk.parallel_for(C.shape[0], scale_lower, C=c, beta=beta)
     pk.parallel_for(C.shape[0], add_syr2k_row, C=c, A=a, B=b, alpha=alpha, m=A.shape[1])
-    return np.array(c)
+    return results(c)[0]
 
 
 if __name__ == "__main__":

@@ -11,11 +11,19 @@ nullptr operator or or_eq private protected public register reinterpret_cast ret
 static_assert static_cast struct switch template this thread_local throw true try typedef typeid typename union
 unsigned using virtual void volatile wchar_t while xor xor_eq main printf exp log sqrt pow abs min max std
 Kokkos int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t""".split())
+# Names the generated functor declares itself, and lower-case macros of the C/C++ headers kernels include.
+GENERATED_NAMES = frozenset("Functor member_type value_type KfExec KfMem".split())
+LOWERCASE_MACROS = frozenset("errno stdin stdout stderr assert offsetof alloca math_errhandling".split())
 
 
 def ident(name: str) -> str:
-    """A C++-safe spelling of a Python identifier (keywords and reserved prefixes get a suffix)."""
-    if name in CXX_KEYWORDS or name.startswith("kf_") or name.startswith("_"):
+    """A C++-safe spelling of a Python identifier (keywords, macros and reserved names get a suffix).
+
+    An all-capitals name (``NULL``, ``EOF``, ``NAN``, ``PATH_MAX``...) may be a macro of some header, so
+    every such name is suffixed; the C++ then cannot be rewritten by the preprocessor.
+    """
+    if (name in CXX_KEYWORDS or name in GENERATED_NAMES or name in LOWERCASE_MACROS or name.startswith("kf_")
+            or name.startswith("_") or (len(name) > 1 and name == name.upper())):
         return f"{name}_py"
     return name
 

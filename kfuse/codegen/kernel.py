@@ -141,6 +141,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         "  try {",
         "    Functor kf_f;",
         *unpack,
+        *_team_size_guard(spec),
         "    auto kf_t0 = std::chrono::steady_clock::now();",
         launch,
         "    Kokkos::fence();",
@@ -181,6 +182,19 @@ def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):
             call.append(c)
     function = [f"KOKKOS_INLINE_FUNCTION void kf_body({', '.join(params)}) {{", *body_lines, "}"]
     return function, [f"    kf_body({', '.join(call)});"]
+
+
+def _team_size_guard(spec: KernelSpec) -> list[str]:
+    """Kokkos aborts the process on a too-large team size; check first and throw (a LaunchError in Python)."""
+    if spec.policy != "team":
+        return []
+    tag = "Kokkos::ParallelReduceTag" if spec.op == "reduce" else "Kokkos::ParallelForTag"
+    return ["    if (kf_team_size > 0) {",
+            f"      const int kf_max = Kokkos::TeamPolicy<KfExec>(1, 1).team_size_max(kf_f, {tag}());",
+            '      if (kf_team_size > kf_max) throw std::runtime_error("TeamPolicy team_size " + '
+            'std::to_string(kf_team_size) + " is larger than " + std::to_string(kf_max) + ", the most this '
+            'execution space allows");',
+            "    }"]
 
 
 def _store_result(expr: str, dtype: DType, index: int) -> str:

@@ -37,6 +37,25 @@ _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
 _PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|z|j|t)?([diouxXeEfgGcsp%])")
 
 
+def _c_string(text: str) -> str:
+    """A C string literal with ``text``'s UTF-8 bytes; octal escapes, since a hex escape would swallow
+    following hex digits (``"\\x01a"`` is one character in C)."""
+    escapes = {ord("\n"): "\\n", ord("\t"): "\\t", ord('"'): '\\"', ord("\\"): "\\\\"}
+    return '"' + "".join(escapes.get(b) or (chr(b) if 32 <= b < 127 else f"\\{b:03o}")
+                         for b in text.encode("utf-8")) + '"'
+
+
+def _read_outside_its_loops(stmts, name: str) -> bool:
+    """Whether ``name`` is read anywhere but inside the body of a ``for`` loop that assigns it."""
+    def visit(node, inside: bool) -> bool:
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id == name:
+            return visit(node.iter, inside) or any(visit(s, True) for s in node.body + node.orelse)
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            return not inside
+        return any(visit(child, inside) for child in ast.iter_child_nodes(node))
+    return any(visit(s, False) for s in stmts)
+
+
 @dataclass
 class Sym:
     """What a name stands for inside a kernel: a scalar, a View, the team handle or a nested lambda."""
@@ -176,7 +195,8 @@ class BodyTranslator:
                     collect(getattr(stmt, field, []) or [])
 
         collect(stmts)
-        loop_only = {n for n in types}
+        # A loop variable lives in its loop, unless it is read after the loop (Python keeps its last value).
+        loop_only = {n for n in types if not _read_outside_its_loops(stmts, n)}
         for name in fixed:
             loop_only.discard(name)
         pending = [(n, v) for n, v in assigns if n not in fixed and not self._is_outer(n)]
@@ -447,6 +467,11 @@ class BodyTranslator:
                                       f"'{ast.unparse(node)}'", n, "index the View to get an element")
         opt = type(op)
         both_int = not ta.is_float and not tb.is_float
+        if both_int and opt not in (ast.Div, ast.Pow) and not (ta is BOOL and tb is BOOL):
+            # Compute in the promoted type, as the type says: C++ would do int32 * int32 in 32 bits (overflow)
+            # and uint32 - int64 literal in unsigned arithmetic (wrap-around), where Python gives the true value.
+            t = promote(ta, tb)
+            a, b = self._convert(a, ta, t), self._convert(b, tb, t)
         if opt in _BINOPS:
             if opt in (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift) and not both_int:
                 raise self.type_error(f"bitwise operator on floats in '{ast.unparse(node)}'", node)
@@ -479,7 +504,9 @@ class BodyTranslator:
         if isinstance(node.op, ast.Not):
             return f"(!{code})", BOOL
         if isinstance(node.op, ast.USub):
-            return f"(-{code})", (I64 if t is BOOL else t)
+            if t is BOOL or (t.is_int and not t.is_signed):  # Python negates the value; C++ would wrap unsigned
+                return f"(-static_cast<int64_t>({code}))", I64
+            return f"(-{code})", t
         if isinstance(node.op, ast.UAdd):
             return f"(+{code})", (I64 if t is BOOL else t)
         if isinstance(node.op, ast.Invert):
@@ -511,7 +538,11 @@ class BodyTranslator:
             if type(op) not in _CMPOPS:
                 raise self.unsupported(f"comparison '{type(op).__name__}'", node)
             right = self.expr(comparator)
-            parts.append(f"({left[0]} {_CMPOPS[type(op)]} {right[0]})")
+            (a, ta), (b, tb) = left, right
+            if isinstance(ta, DType) and isinstance(tb, DType) and ta.is_int and tb.is_int and ta != tb:
+                t = promote(ta, tb)  # compare values, not C++'s unsigned conversions (uint32(3) < -1 is false)
+                a, b = self._convert(a, ta, t), self._convert(b, tb, t)
+            parts.append(f"({a} {_CMPOPS[type(op)]} {b})")
             left = right
         return ("(" + " && ".join(parts) + ")" if len(parts) > 1 else parts[0]), BOOL
 
@@ -708,6 +739,8 @@ class BodyTranslator:
         if len(args) != 3:
             raise self.type_error(f"pk.{name}(view, [indices], value) takes 3 arguments", node)
         ref, t = self._element_ref(args[0], args[1], node)
+        if name in ("atomic_fetch_and", "atomic_fetch_or") and not t.is_int:
+            raise self.type_error(f"pk.{name} needs a View of integers, '{ast.unparse(args[0])}' holds {t.name}", node)
         val, _ = self.expr(args[2])
         kokkos_name, returns = _ATOMICS[name]
         return f"Kokkos::{kokkos_name}({ref}, static_cast<{t.cpp}>({val}))", (t if returns else None)
@@ -739,8 +772,7 @@ class BodyTranslator:
                 raise self.type_error(f"printf conversion '%{conv}' is not supported in kernels", node)
             last = m.end()
         pieces.append(fmt[last:])
-        literal = '"' + "".join(pieces).encode("unicode_escape").decode().replace('"', '\\"') + '"'
-        return "printf(" + ", ".join([literal] + casts) + ")"
+        return "printf(" + ", ".join([_c_string("".join(pieces))] + casts) + ")"
 
     def call_nested(self, name, node, statement):
         """Nested parallelism inside a team workunit: TeamThreadRange / ThreadVectorRange + a nested def."""
@@ -765,6 +797,11 @@ class BodyTranslator:
         _, acc_type = lam.type
         if name == "parallel_for":
             return f"Kokkos::parallel_for({policy}, {lam.cname})", None
+        if name == "parallel_scan":  # Kokkos's nested scan delivers no total
+            if not statement:
+                raise self.unsupported("using the result of a nested parallel_scan", node,
+                                       "call it as a statement; the body's last_pass writes the prefix sums")
+            return f"Kokkos::parallel_scan({policy}, {lam.cname})", None
         acc_type = acc_type or F64
         self._tmp += 1
         tmp = f"kf_nested{self._tmp}"

@@ -14,7 +14,7 @@ from ..errors import KfuseError
 from ..runtime.dispatch import execute, raise_deferred
 from ..runtime.launch import CompiledKernel, policy_slots
 from ..transforms import manager as transforms
-from ..transforms.ir import FusedKernel
+from ..transforms.ir import FusedKernel, scalar_key
 from . import build, explain, planner
 from .safety import pattern_of
 
@@ -68,9 +68,10 @@ def _shape_key(calls) -> tuple:
 
 
 def _scalar_pattern(args: tuple) -> tuple:
-    """Which scalar arguments are equal (argument fusion merges them), as class numbers."""
+    """Which scalar arguments are equal (argument fusion merges them), as class numbers. Keyed like argument
+    fusion (fix, tests: keyed by value, S=0.0 and S=-0.0 shared a kernel that merged them)."""
     classes: dict = {}
-    return tuple(classes.setdefault((type(a), a), len(classes)) for a in args if not hasattr(a, "ptr"))
+    return tuple(classes.setdefault(scalar_key(a), len(classes)) for a in args if not hasattr(a, "ptr"))
 
 
 def _fused_kernel(group, args: tuple):

@@ -176,19 +176,22 @@ def pair_conflict(a, b) -> str | None:
                 if m.opaque:
                     return f"unsafe access to '{label}': {m.opaque}"
             for k in range(rank):
-                common = None
+                common, seen = None, []
                 for call, m in ((a, ma), (b, mb)):
                     for row, text in m.accesses:
                         here = {(d, _resolve(off, call)) for d, off in row[k]}
                         common = here if common is None else common & here
                         if not common:
-                            return _unsafe_reason(label, a, ma, b, mb, k)
+                            return _unsafe_reason(label, call, text, seen, k)
+                        seen.append((call.prepared.name, text))
     return None
 
 
-def _unsafe_reason(label, a, ma, b, mb, k) -> str:
-    texts_a = sorted({t for _, t in ma.accesses})
-    texts_b = sorted({t for _, t in mb.accesses})
-    return (f"unsafe access to '{label}': {a.prepared.name} uses {', '.join(texts_a[:3])} and "
-            f"{b.prepared.name} uses {', '.join(texts_b[:3])} (not the same one-to-one function of thread index "
-            f"{k})")
+def _unsafe_reason(label, call, text, seen, k) -> str:
+    """Name the access that breaks thread-locality, against the accesses it was compared with."""
+    earlier = ", ".join(f"{t} ({n})" for n, t in list(dict.fromkeys(seen))[:3])
+    what = f"{call.prepared.name} uses {text}"
+    if seen:
+        return (f"unsafe access to '{label}': {what}, not the same one-to-one function of thread index {k} as "
+                f"{earlier}")
+    return f"unsafe access to '{label}': {what}, which is not a one-to-one function of thread index {k}"

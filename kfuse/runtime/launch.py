@@ -39,23 +39,10 @@ class CompiledKernel:
         self._fn = self.lib.kfuse_launch
         self._fn.restype = ctypes.c_int
         self._last_ns = ctypes.c_int64.in_dll(self.lib, "kfuse_last_ns")
-        self._pack = struct.Struct("=" + generated.slot_format).pack
         n_results = len(generated.result_format)
         self._out = ctypes.create_string_buffer(max(8, 8 * n_results))
         self._unpack = struct.Struct("=" + generated.result_format).unpack_from if n_results else None
-        self._views = tuple((t.layout == "stride") if t.is_view else None for _, t in spec.params)
-
-    def pack(self, bounds: tuple, args: tuple) -> bytes:
-        values = [*bounds]
-        for strided, a in zip(self._views, args):
-            if strided is None:
-                values.append(a)
-            else:
-                values.append(a.ptr)
-                values += a.shape
-                if strided:
-                    values += a.strides
-        return self._pack(*values)
+        self.pack = _packer(struct.Struct("=" + generated.slot_format).pack, spec)
 
     def launch(self, bounds: tuple, args: tuple):
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
@@ -72,6 +59,23 @@ class CompiledKernel:
     def last_seconds(self) -> float:
         """Time of the last launch measured in C++ around the launch and its fence."""
         return self._last_ns.value * 1e-9
+
+
+def _packer(pack, spec: KernelSpec):
+    """``pack(bounds, args) -> bytes`` as one expression, built once per kernel so a launch runs no loop.
+
+    Slots: the policy bounds, then per parameter its value, or a View's pointer and extents (and
+    strides when it is not C-contiguous) -- the layout ``codegen.kernel`` unpacks.
+    """
+    parts = ["*bounds"]
+    for i, (_, t) in enumerate(spec.params):
+        if not t.is_view:
+            parts.append(f"args[{i}]")
+            continue
+        parts += [f"args[{i}].ptr", f"*args[{i}].shape"]
+        if t.layout == "stride":
+            parts.append(f"*args[{i}].strides")
+    return eval(f"lambda bounds, args: pack({', '.join(parts)})", {"pack": pack})  # noqa: S307 - our own text
 
 
 def policy_slots(policy) -> tuple:

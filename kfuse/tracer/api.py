@@ -16,12 +16,9 @@ from .trace import Trace
 
 
 class Tracer:
-    """The process's one trace; ``fuse=False`` runs partitions call by call (tracing without fusion)."""
-
     def __init__(self):
         self.trace = Trace()
         self.enabled = False
-        self.fuse = True
         self._running = False
         self.fuse = True  # False: trace and run calls one by one (to measure tracing alone)
 

@@ -10,7 +10,7 @@ import ast
 import copy
 from dataclasses import replace
 
-from .ir import FusedKernel, PassResult, assigned_names, storage_key
+from .ir import FusedKernel, PassResult, assigned_names, scalar_key, storage_key
 
 
 def run(kernel: FusedKernel) -> PassResult:
@@ -26,7 +26,7 @@ def run(kernel: FusedKernel) -> PassResult:
         elif name in reassigned:
             continue
         else:
-            key = ("scalar", t.dtype, value)
+            key = ("scalar", t.dtype, scalar_key(value))
         first = representative.setdefault(key, name)
         if first != name:
             rename[name] = first

@@ -7,6 +7,7 @@ Passes never mutate their input; each returns a new ``FusedKernel`` and a ``modi
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field, replace
 
 from ..frontend.normalize import KernelSource
@@ -40,6 +41,18 @@ class PassResult:
 def storage_key(view) -> tuple:
     """Views with equal keys address exactly the same elements."""
     return (view.ptr, view.shape, view.strides, view.dtype)
+
+
+def scalar_key(value) -> tuple:
+    """Scalars with equal keys are the same argument. 0.0 and -0.0 compare equal but differ (1/x, copysign),
+    so the sign is part of the key (fix, tests: argument fusion merged S=0.0 with S=-0.0)."""
+    return (type(value), value, math.copysign(1.0, value) if isinstance(value, float) else 0)
+
+
+def storage_classes(kernel: "FusedKernel") -> dict:
+    """View parameter -> the first View parameter with the same storage (the same elements)."""
+    first: dict = {}
+    return {n: first.setdefault(storage_key(kernel.value(n)), n) for n, t in kernel.spec.params if t.is_view}
 
 
 def overlaps(a, b) -> bool:

@@ -10,8 +10,11 @@ any compound statement ends what is known):
   observe it (no read of possibly-overlapping memory, no atomic, no helper call) and its value has no
   side effects.
 "Possibly aliasing" uses run-time knowledge: Views whose memory overlaps form one class. Only reads
-in positions that are always evaluated are hoisted (never out of ``a if c else b`` or the right side
-of ``and``/``or``), so a guarded out-of-bounds read is never introduced.
+in positions that are always evaluated are hoisted (never out of ``a if c else b``, the right side
+of ``and``/``or``, or the third operand on of a chained comparison), so a guarded out-of-bounds read is
+never introduced. Reads inside an index are loaded first and the index names their locals, so an
+element's key never depends on memory; an element whose index still reads memory or calls a function
+is not tracked.
 """
 from __future__ import annotations
 
@@ -52,7 +55,32 @@ class _Eliminator:
         base, idx = _flatten(node)
         if not (isinstance(base, ast.Name) and base.id in self.classes):
             return None
-        return (self.classes[base.id], ast.dump(ast.Tuple(elts=idx, ctx=ast.Load()))), base.id, _names_in(idx)
+        # The element is (this View, this index): two Views of one overlap class (e.g. subviews a[:16] and
+        # a[16:]) at the same index are different elements; the class (key[0]) only drives invalidation.
+        # (Fix from the fuser tests: lo[i] and hi[i] shared one load, and a store to one killed the other.)
+        return (self.classes[base.id], base.id, ast.dump(ast.Tuple(elts=idx, ctx=ast.Load()))), base.id, \
+            _names_in(idx)
+
+    @staticmethod
+    def _trackable(node) -> bool:
+        """The index names only values that memory writes cannot change (see ``_load_indices``)."""
+        _, idx = _flatten(node)
+        return not any(isinstance(n, (ast.Subscript, ast.Call)) for i in idx for n in ast.walk(i))
+
+    def _load_indices(self, node, avail: dict, pre: list, read_classes: set):
+        """Replace the always-evaluated reads inside an element's indices by locals, innermost level first.
+
+        Fix (tests): index reads were loaded but left in place, so ``x[i][idx[i]]`` stayed keyed on the
+        text ``idx[i]`` and a later ``x[i][idx[i]]`` reused the old element after a store to ``idx``."""
+        levels = []
+        while isinstance(node, ast.Subscript):
+            levels.append(node)
+            node = node.value
+        for sub in reversed(levels):
+            if isinstance(sub.slice, ast.Tuple):
+                sub.slice.elts = [self._loads(e, avail, pre, read_classes) for e in sub.slice.elts]
+            else:
+                sub.slice = self._loads(sub.slice, avail, pre, read_classes)
 
     def _local(self, prefix: str, view: str, value, node) -> tuple[str, ast.stmt]:
         name = f"{prefix}{next(self.counter)}"
@@ -66,11 +94,12 @@ class _Eliminator:
         if isinstance(expr, ast.Subscript):
             info = self._key(expr)
             if info is not None:
+                read_classes.add(info[0][0])
+                self._load_indices(expr, avail, pre, read_classes)  # reads inside the indices come first
+                if not self._trackable(expr):
+                    return expr
+                info = self._key(expr)
                 key, view, _ = info
-                read_classes.add(key[0])
-                _, idx = _flatten(expr)
-                for i in idx:  # reads inside the index expressions come first
-                    self._loads(i, avail, pre, read_classes)
                 if key in avail:
                     self.modified = True
                     return ast.copy_location(ast.Name(id=avail[key][0], ctx=ast.Load()), expr)
@@ -82,6 +111,14 @@ class _Eliminator:
             expr.test = self._loads(expr.test, avail, pre, read_classes)
             self._note_reads(expr.body, read_classes)
             self._note_reads(expr.orelse, read_classes)
+            return expr
+        if isinstance(expr, ast.Compare):
+            # Fix (tests): ``a < b < c`` evaluates c only when a < b holds (C++: &&), so only the first two
+            # operands are always evaluated; ``0 < i < x[i - 1]`` had x[i - 1] hoisted out of its guard.
+            expr.left = self._loads(expr.left, avail, pre, read_classes)
+            expr.comparators[0] = self._loads(expr.comparators[0], avail, pre, read_classes)
+            for c in expr.comparators[1:]:
+                self._note_reads(c, read_classes)
             return expr
         if isinstance(expr, ast.BoolOp):
             expr.values[0] = self._loads(expr.values[0], avail, pre, read_classes)
@@ -113,7 +150,7 @@ class _Eliminator:
     def block(self, stmts: list) -> list:
         out: list = []
         avail: dict = {}  # key -> (local name, names its index uses)
-        stores: dict = {}  # key -> position in out of a store not yet read
+        stores: dict = {}  # key -> (position in out of a store not yet read, names its index uses)
         for stmt in stmts:
             if isinstance(stmt, (ast.If, ast.For, ast.While, ast.FunctionDef)):
                 for field in ("body", "orelse"):
@@ -136,14 +173,13 @@ class _Eliminator:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript) \
                     and self._key(stmt.targets[0]) is not None:
                 target = stmt.targets[0]
-                _, idx = _flatten(target)
-                for i in idx:
-                    self._loads(i, avail, pre, read_classes)
+                self._load_indices(target, avail, pre, read_classes)
                 value = self._loads(stmt.value, avail, pre, read_classes)
                 self._forget_reads(stores, read_classes)
                 key, view, idx_names = self._key(target)
-                if key in stores and not side_effects:
-                    out[stores.pop(key)] = None  # overwritten before any read: dead
+                tracked = self._trackable(target)
+                if tracked and key in stores and not side_effects:
+                    out[stores.pop(key)[0]] = None  # overwritten before any read: dead
                     self.modified = True
                 name, local = self._local("st", view, value, stmt)
                 stmt.value = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), stmt)
@@ -152,24 +188,48 @@ class _Eliminator:
                     del avail[k]
                 for k in [k for k in stores if k[0] == key[0]]:
                     del stores[k]
-                avail[key] = (name, idx_names)
                 out.extend(pre)
-                stores[key] = len(out)
+                if tracked:
+                    avail[key] = (name, idx_names)
+                    stores[key] = (len(out), idx_names)
                 out.append(stmt)
                 continue
             for field, value in ast.iter_fields(stmt):
                 if isinstance(value, ast.expr) and field != "target" and field != "targets":
                     setattr(stmt, field, self._loads(value, avail, pre, read_classes))
+            written = self._other_writes(stmt, read_classes)
             self._forget_reads(stores, read_classes)
+            for k in [k for k in avail if k[0] in written]:
+                del avail[k]
+            for k in [k for k in stores if k[0] in written]:
+                del stores[k]
             if side_effects and self._touches_memory(stmt):
                 avail.clear()
                 stores.clear()
             changed = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             for k in [k for k, (_, names) in avail.items() if names & changed]:
                 del avail[k]
+            # Fix (tests): ``y[i][k] = a; k = k + 1; y[i][k] = b`` removed the first store as dead.
+            for k in [k for k, (_, names) in stores.items() if names & changed]:
+                del stores[k]
             out.extend(pre)
             out.append(stmt)
         return [s for s in out if s is not None]
+
+    def _other_writes(self, stmt, read_classes: set) -> set:
+        """Classes of the elements a statement the store path does not handle writes (a chained
+        ``x[i] = y[i] = v``); reads in their indices count as reads. Fix (tests): such stores were
+        ignored, so x[i] and y[i] kept their old loaded values."""
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        written = set()
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and self._key(node):
+                    written.add(self._key(node)[0][0])
+                    for i in _flatten(node)[1]:
+                        self._note_reads(i, read_classes)
+        return written
 
     @staticmethod
     def _forget_reads(stores: dict, read_classes: set):

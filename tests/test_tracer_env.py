@@ -1,0 +1,150 @@
+"""Process-level tracer behaviour, each in a fresh interpreter: the KFUSE_FUSION switch, work still
+pending at exit, and the KFUSE_MAX_TRACE bound read from the environment."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+# Kernel printf goes through C stdio, Python print through sys.stdout: the script flushes both after
+# every step so the captured order is the order things happened in.
+_PRELUDE = '''
+import ctypes, sys
+import numpy as np
+import kfuse as pk
+
+_libc = ctypes.CDLL(None)
+
+def say(text):
+    sys.stdout.flush()
+    _libc.fflush(None)
+    print(text, flush=True)
+
+@pk.workunit
+def k_print(i: int, tag: int):
+    pk.printf("kernel %d\\n", tag)
+
+@pk.workunit
+def k_double(i: int, x: pk.View1D[pk.double]):
+    x[i] = 2.0 * x[i]
+
+@pk.workunit
+def k_total(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
+    acc += x[i]
+'''
+
+
+def run_script(tmp_path: Path, body: str, **env) -> subprocess.CompletedProcess:
+    script = tmp_path / "prog.py"
+    script.write_text(_PRELUDE + textwrap.dedent(body))
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KFUSE_") or k == "KFUSE_CACHE_DIR"}
+    full_env.update(env)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=full_env,
+                          timeout=300)
+
+
+def lines(proc) -> list:
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+_PRINT_PROGRAM = '''
+pk.enable_fusion()
+for tag in (1, 2):
+    pk.parallel_for(1, k_print, tag=tag)
+    say(f"host {tag} launched={pk.stats()['kernels_launched']} traced={pk.stats()['ops_traced']}")
+say("end of program")
+'''
+
+
+def test_fusion_0_forces_eager_even_if_program_enables_it(tmp_path):
+    out = lines(run_script(tmp_path, _PRINT_PROGRAM + '''
+assert not pk.fusion_enabled()
+x = pk.View(4); x.fill(1.5)
+r = pk.parallel_reduce(4, k_total, x=x)
+say(f"reduce type={type(r).__name__} value={r}")
+''', KFUSE_FUSION="0"))
+    assert out == ["kernel 1", "host 1 launched=1 traced=0", "kernel 2", "host 2 launched=2 traced=0",
+                   "end of program", "reduce type=float value=6.0"]
+
+
+def test_pending_kernels_run_at_exit_in_call_order(tmp_path):
+    proc = run_script(tmp_path, _PRINT_PROGRAM)
+    assert lines(proc) == ["host 1 launched=0 traced=1", "host 2 launched=0 traced=2", "end of program",
+                           "kernel 1", "kernel 2"]
+    assert "failed" not in proc.stderr
+
+
+def test_fence_runs_pending_printf_before_later_host_output(tmp_path):
+    out = lines(run_script(tmp_path, '''
+pk.enable_fusion()
+pk.parallel_for(1, k_print, tag=7)
+say("before fence")
+pk.fence()
+say(f"after fence launched={pk.stats()['kernels_launched']}")
+'''))
+    assert out == ["before fence", "kernel 7", "after fence launched=1"]
+
+
+def test_fusion_1_traces_an_unmodified_program(tmp_path):
+    out = lines(run_script(tmp_path, '''
+x = pk.View(8)
+x[:] = np.arange(8.0)
+pk.parallel_for(8, k_double, x=x)
+pk.parallel_for(8, k_double, x=x)
+r = pk.parallel_reduce(8, k_total, x=x)
+say(f"enabled={pk.fusion_enabled()} traced={pk.stats()['ops_traced']} launched={pk.stats()['kernels_launched']} "
+    f"future={isinstance(r, pk.Future)}")
+say(f"total={r:.1f} x={np.asarray(x).tolist()}")
+''', KFUSE_FUSION="1"))
+    assert out == ["enabled=True traced=3 launched=0 future=True",
+                   f"total={4 * sum(range(8)):.1f} x={[4.0 * k for k in range(8)]}"]
+
+
+def test_unmodified_program_is_eager_by_default(tmp_path):
+    out = lines(run_script(tmp_path, '''
+x = pk.View(8)
+x.fill(1.0)
+pk.parallel_for(8, k_double, x=x)
+say(f"enabled={pk.fusion_enabled()} launched={pk.stats()['kernels_launched']} x0={x[0]}")
+'''))
+    assert out == ["enabled=False launched=1 x0=2.0"]
+
+
+def test_max_trace_from_environment(tmp_path):
+    out = lines(run_script(tmp_path, '''
+from kfuse.tracer import api
+pk.enable_fusion(trace_only=True)
+x = pk.View(4)
+x.fill(1.0)
+sizes = []
+for _ in range(7):
+    pk.parallel_for(4, k_double, x=x)
+    sizes.append(len(api._tracer.trace))
+say(f"sizes={sizes} flushes={pk.stats()['flushes']} launched={pk.stats()['kernels_launched']} x={x[0]}")
+''', KFUSE_MAX_TRACE="3"))
+    assert out == [f"sizes={[1, 2, 0, 1, 2, 0, 1]} flushes=2 launched=6 x={2.0 ** 7}"]
+
+
+def test_failing_pending_kernel_at_exit_is_reported(tmp_path):
+    proc = run_script(tmp_path, '''
+from kfuse.runtime import dispatch
+real = dispatch.generate
+def broken(src, spec, name):
+    gen = real(src, spec, name)
+    return type(gen)(gen.name, gen.source + "\\nstatic_assert(false, \\"exit breakage\\");\\n", gen.slot_format,
+                     gen.result_format)
+dispatch.generate = broken
+pk.enable_fusion()
+@pk.workunit
+def k_exit_broken(i: int, x: pk.View1D[pk.double]):
+    x[i] = x[i] + 1.0
+x = pk.View(4)
+pk.parallel_for(4, k_exit_broken, x=x)
+say("end of program")
+''')
+    assert lines(proc) == ["end of program"]
+    assert "pending work failed at exit" in proc.stderr and "k_exit_broken" in proc.stderr
+    assert "prog.py:" in proc.stderr and "exit breakage" in proc.stderr

@@ -1,0 +1,140 @@
+"""Differential tests: programs from ``programs.py`` must observe bit-identical arrays and scalars in
+every mode of ``programs.MODES`` as in eager execution — hand-written programs for each hazard, then
+random programs from Hypothesis."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import kfuse as pk
+from programs import (GROUPS, HOST_NAMES, KERNELS, MODES, ONE_D, READS, USES, WRITES, Call, Read, Realloc,
+                      UseResult, Write, assert_same, run_program)
+from kfuse.tracer import api as tracer_api
+
+OTHER_MODES = [m for m in MODES if m != "eager"]
+
+
+@pytest.fixture(autouse=True)
+def _tracing_off(monkeypatch):
+    monkeypatch.delenv("KFUSE_FUSION", raising=False)
+    monkeypatch.delenv("KFUSE_MAX_TRACE", raising=False)
+    pk.disable_fusion()
+    yield
+    pk.disable_fusion()
+    assert len(tracer_api._tracer.trace) == 0
+
+
+PROGRAMS = {
+    "raw_chain": [Call("scale", ("a", "b")), Call("stencil", ("b", "c")), Call("sin", ("c",)),
+                  Call("axpy", ("c", "b"), 0.5), Read("b", "asarray")],
+    "war_reader_then_writer": [Call("scale", ("a", "b")), Call("sin", ("a",)), Read("a", "item"), Read("b", "copy")],
+    "war_read_other_first": [Call("stencil", ("a", "b")), Call("scale", ("c", "a")), Read("b", "slice"),
+                             Read("a", "asarray")],
+    "waw": [Call("scale", ("a", "c")), Call("stencil", ("b", "c")), Call("axpy", ("a", "c"), 2.0),
+            Call("scale", ("b", "c")), Read("c", "iter")],
+    "host_setitem_between": [Call("scale", ("a", "b")), Write("a", "setitem", 7.0, 3), Call("scale", ("a", "c")),
+                             Read("c", "asarray"), Read("b", "asarray")],
+    "host_fill_between": [Call("stencil", ("b", "c")), Write("b", "fill", -1.0), Call("axpy", ("b", "c"), 1.0)],
+    "host_asarray_write_between": [Call("sin", ("b",)), Call("scale", ("b", "c")), Write("b", "asarray", 3.0, 9),
+                                   Call("stencil", ("b", "a")), Read("c", "npsum")],
+    "host_slice_write_on_subview": [Call("scale", ("b", "a")), Write("hi", "slice", 4.0, 2),
+                                    Call("stencil", ("a", "c")), Read("lo", "tolist")],
+    "reduce_feeds_kernels": [Call("dot", ("a", "b")), Call("axpy", ("a", "c"), ("r", 0)), Call("dot", ("c", "c")),
+                             Call("axpy", ("c", "b"), ("r", 1)), Read("b", "asarray"), UseResult(1, "float")],
+    "reduce_of_pending_then_overwrite": [Call("scale", ("a", "b")), Call("dot", ("b", "b")), Call("sin", ("b",)),
+                                         Call("axpy", ("b", "c"), ("r", 0)), UseResult(0, "format"),
+                                         Read("c", "asarray")],
+    "scan_total_feeds_kernel": [Call("scan", ("a", "b")), Call("axpy", ("b", "c"), ("r", 0)),
+                                UseResult(0, "np_sqrt"), Read("c", "copy")],
+    "future_uses": [Call("dot", ("a", "b"))] +
+                   [UseResult(0, how) for how in sorted(USES)],
+    "subview_halves": [Call("sin", ("lo",)), Call("scale", ("hi", "b")), Read("hi", "asarray"),
+                       Call("stencil", ("lo", "c")), Call("scale", ("c", "hi")), Read("a", "repr")],
+    "subview_vs_parent_war": [Call("scale", ("lo", "b")), Call("sin", ("a",)), Read("b", "asarray")],
+    "two_views_one_buffer": [Call("sin", ("d",)), Call("scale", ("d2", "c")), Write("d2", "setitem", 5.0, 1),
+                             Call("axpy", ("d", "b"), 1.5), Read("b", "asarray"), Read("d", "str")],
+    "numpy_passed_directly": [Call("scale", ("a", "buf")), Call("stencil", ("buf", "c")), Read("d", "asarray"),
+                              Call("sin", ("buf",)), Read("d2", "item")],
+    "realloc_in_loop": [step for k in range(4) for step in
+                        (Realloc("c"), Call("axpy", ("a", "c"), float(k)), Call("sin", ("c",)), Call("scale", ("c", "b")),
+                         Read("b", "item"))],
+    "realloc_with_pending_history": [Call("scale", ("a", "c")), Realloc("c"), Call("sin", ("c",)), Read("c", "asarray"),
+                                     Realloc("a"), Call("scale", ("lo", "a")), Read("hi", "asarray")],
+    "two_dims": [Call("rank1", ("a", "b", "M")), Call("rowsum", ("M", "c")), Write("M", "setitem", 2.0, 5),
+                 Call("rank1", ("c", "lo", "M")), Read("M", "iter"), Call("rowsum", ("M", "b"))],
+    "interleaved_partial_reads": [Call("scale", ("a", "b")), Call("sin", ("c",)), Call("stencil", ("b", "d")),
+                                  Call("scale", ("c", "a")), Read("d2", "item"), Call("rank1", ("d", "c", "M")),
+                                  Read("c", "asarray"), Call("dot", ("a", "d")), UseResult(0, "cmp")],
+    "every_read_path": [Call("scale", ("a", "b"))] + [step for how in sorted(READS) for step in
+                                                       (Call("sin", ("b",)), Read("b", how))],
+    "every_write_path": [step for how in sorted(WRITES) for step in
+                         (Call("scale", ("b", "c")), Write("b", how, 1.25, 4), Call("stencil", ("b", "c")),
+                          Read("c", "item"))],
+}
+
+
+_eager_cache: dict = {}
+
+
+def eager(name: str, program) -> list:
+    if name not in _eager_cache:
+        _eager_cache[name] = run_program(program, "eager")
+    return _eager_cache[name]
+
+
+@pytest.mark.parametrize("mode", OTHER_MODES)
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_hand_written_program(name, mode):
+    program = PROGRAMS[name]
+    assert_same(eager(name, program), run_program(program, mode), f"{name} [{mode}]")
+
+
+# --- random programs -------------------------------------------------------------------------------
+_SCALARS = st.sampled_from([0.0, 0.5, -1.25, 3.0])
+
+
+@st.composite
+def _call(draw, n_results: int) -> Call:
+    kernel = draw(st.sampled_from(sorted(KERNELS)))
+    _, _, params, takes_alpha = KERNELS[kernel]
+    names = []
+    for p in params:
+        names.append("M" if p == "m" else draw(st.sampled_from(ONE_D)))
+    if kernel == "stencil" and GROUPS[names[0]] == GROUPS[names[1]]:
+        names[1] = draw(st.sampled_from([n for n in ONE_D if GROUPS[n] != GROUPS[names[0]]]))
+    alpha = None
+    if takes_alpha:
+        use_result = n_results and draw(st.booleans())
+        alpha = ("r", draw(st.integers(0, n_results - 1))) if use_result else draw(_SCALARS)
+    return Call(kernel, tuple(names), alpha)
+
+
+@st.composite
+def random_programs(draw):
+    program, n_results = [], 0
+    for _ in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["call", "call", "call", "read", "write", "use", "realloc"]))
+        if kind == "call":
+            step = draw(_call(n_results))
+            n_results += KERNELS[step.kernel][1] != "for"
+        elif kind == "read":
+            step = Read(draw(st.sampled_from(HOST_NAMES)), draw(st.sampled_from(sorted(READS))))
+        elif kind == "write":
+            step = Write(draw(st.sampled_from(HOST_NAMES)), draw(st.sampled_from(sorted(WRITES))), draw(_SCALARS),
+                         draw(st.integers(0, 40)))
+        elif kind == "use" and n_results:
+            step = UseResult(draw(st.integers(0, n_results - 1)), draw(st.sampled_from(sorted(USES))))
+        elif kind == "realloc":
+            step = Realloc(draw(st.sampled_from(["a", "b", "c", "M"])))
+        else:
+            continue
+        program.append(step)
+    return program
+
+
+@pytest.mark.parametrize("mode", OTHER_MODES)
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(program=random_programs())
+def test_random_programs_match_eager(mode, program):
+    expected = run_program(program, "eager")
+    assert_same(expected, run_program(program, mode), f"[{mode}] {program}")
