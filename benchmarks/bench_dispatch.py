@@ -1,11 +1,13 @@
 """Per-call overhead of launching an already-compiled kernel, layer by layer.
 
-Each row is the median over ``--repeats`` batches of ``--calls`` calls, in microseconds per call:
-the whole ``pk.parallel_for`` / ``pk.parallel_reduce`` (eager), the part of it spent in Python
-before the C call (``prepare``), packing + ctypes call (``CompiledKernel.launch``), the bare ctypes
-call of the kernel entry point, and C++-side context: a ctypes call of an empty C function, one
-empty ``#pragma omp parallel`` region, and an empty one-element ``Kokkos::parallel_for`` + fence.
-The difference between the first row and the C++ rows is what kfuse's Python layer costs.
+Each row is the median (and the minimum) over ``--repeats`` batches of ``--calls`` calls, in
+microseconds per call: the whole eager ``pk.parallel_for`` / ``pk.parallel_reduce`` (also with six
+arguments), the Python binding alone (``dispatch.prepare``), pack + ctypes call
+(``CompiledKernel.launch``), the bare ctypes call of the kernel entry point and the part of it the
+kernel measures in C++ (Kokkos launch + fence), and context: a ctypes call of an empty C function,
+an empty one-element ``Kokkos::parallel_for`` + fence and an empty ``#pragma omp parallel`` region
+timed in C++ loops. The first row minus the bare call is what kfuse's Python layer costs. On a
+shared machine the load average (printed) inflates every row; compare rows of one run.
 
     .venv/bin/python benchmarks/bench_dispatch.py [--calls 20000] [--repeats 7]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import statistics
 import time
 
@@ -52,19 +55,43 @@ def touch(i, a: pk.View1D[pk.double], s: pk.double):
 
 
 @pk.workunit
+def triad(i, a: pk.View1D[pk.double], b: pk.View1D[pk.double], c: pk.View1D[pk.double], d: pk.View1D[pk.double],
+          s: pk.double, t: pk.double):
+    a[i] = b[i] + s * c[i] + t * d[i]
+
+
+@pk.workunit
 def total(i, acc: pk.Acc[pk.double], a: pk.View1D[pk.double]):
     acc += a[i]
 
 
-def _median_us(fn, calls: int, repeats: int) -> float:
-    """Median over ``repeats`` batches of the mean time of one ``fn()`` call, in microseconds."""
+def _median_us(fn, calls: int, repeats: int) -> tuple[float, float]:
+    """(median, min) over ``repeats`` batches of the mean time of one ``fn()`` call, in microseconds."""
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(calls):
             fn()
         samples.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(samples)
+    return statistics.median(samples), min(samples)
+
+
+def _in_cxx_us(launch_once, kernel, calls: int, repeats: int) -> tuple[float, float]:
+    """(median, min) over batches of the mean C++-measured launch + fence time (``kfuse_last_ns``), in us."""
+    samples = []
+    for _ in range(repeats):
+        total = 0
+        for _ in range(calls):
+            launch_once()
+            total += kernel._last_ns.value
+        samples.append(total / calls / 1e3)
+    return statistics.median(samples), min(samples)
+
+
+def _cxx_us(probe, calls: int, repeats: int) -> tuple[float, float]:
+    """(median, min) of a C++ probe timing ``calls`` iterations in a C++ loop, in microseconds."""
+    samples = [probe(calls) / 1e3 for _ in range(repeats)]
+    return statistics.median(samples), min(samples)
 
 
 def _probes():
@@ -75,11 +102,13 @@ def _probes():
     return lib
 
 
-def run(calls: int, repeats: int) -> list[tuple[str, float]]:
+def run(calls: int, repeats: int) -> list[tuple[str, tuple[float, float]]]:
     if pk.fusion_enabled():
         pk.disable_fusion()
     a = pk.View([1], pk.double)
-    pk.parallel_for(1, touch, a=a, s=1.0)  # compile (or load) once, outside the timings
+    b, c, d = pk.View([1]), pk.View([1]), pk.View([1])
+    pk.parallel_for(1, triad, a=a, b=b, c=c, d=d, s=1.0, t=2.0)  # compile (or load) once, outside the timings
+    pk.parallel_for(1, touch, a=a, s=1.0)
     pk.parallel_reduce(1, total, a=a)
     assert a[0] == 1.0 and pk.parallel_reduce(1, total, a=a) == 1.0
     (prepared,) = touch.specializations.values()
@@ -89,13 +118,14 @@ def run(calls: int, repeats: int) -> list[tuple[str, float]]:
     packed = kernel.pack(bounds, call.args)
     entry, out, err, errlen = kernel._fn, kernel._out, launch._err, ctypes.c_int64(launch._ERRLEN)
     lib = _probes()
-    n_cxx = calls * repeats
     lib.kfb_omp_region_ns(1000), lib.kfb_kokkos_for_ns(1000)  # warm the thread pool
 
     rows = [
         ("pk.parallel_for(1, touch, a=View, s=float)", _median_us(lambda: pk.parallel_for(1, touch, a=a, s=1.0),
                                                                   calls, repeats)),
         ("pk.parallel_for, positional args", _median_us(lambda: pk.parallel_for(1, touch, a, 1.0), calls, repeats)),
+        ("pk.parallel_for, 4 Views + 2 scalars", _median_us(
+            lambda: pk.parallel_for(1, triad, a=a, b=b, c=c, d=d, s=1.0, t=2.0), calls, repeats)),
         ("pk.parallel_reduce(1, total, a=View)", _median_us(lambda: pk.parallel_reduce(1, total, a=a),
                                                             calls, repeats)),
         ("  dispatch.prepare (Python, no launch)", _median_us(
@@ -104,9 +134,11 @@ def run(calls: int, repeats: int) -> list[tuple[str, float]]:
                                                                calls, repeats)),
         ("  bare ctypes call of kfuse_launch", _median_us(lambda: entry(packed, out, err, errlen),
                                                           calls, repeats)),
+        ("    of which C++ parallel_for + fence (kfuse_last_ns)", _in_cxx_us(
+            lambda: entry(packed, out, err, errlen), kernel, calls, repeats)),
         ("  ctypes call of an empty C function", _median_us(lib.kfb_noop, calls, repeats)),
-        ("C++: empty Kokkos::parallel_for(1) + fence", lib.kfb_kokkos_for_ns(n_cxx) / 1e3),
-        ("C++: empty #pragma omp parallel region", lib.kfb_omp_region_ns(n_cxx) / 1e3),
+        ("C++: empty Kokkos::parallel_for(1) + fence", _cxx_us(lib.kfb_kokkos_for_ns, calls, repeats)),
+        ("C++: empty #pragma omp parallel region", _cxx_us(lib.kfb_omp_region_ns, calls, repeats)),
     ]
     return rows
 
@@ -118,10 +150,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     rows = run(args.calls, args.repeats)
     width = max(len(name) for name, _ in rows)
-    print(f"{'what':<{width}}  us/call   (median of {args.repeats} x {args.calls} calls, "
-          f"{kokkos_runtime.concurrency()} OpenMP threads)")
-    for name, us in rows:
-        print(f"{name:<{width}}  {us:8.2f}")
+    print(f"us per call: median and min of {args.repeats} batches x {args.calls} calls; "
+          f"{kokkos_runtime.concurrency()} OpenMP threads; load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    print(f"{'what':<{width}}  {'median':>8}  {'min':>8}")
+    for name, (median, least) in rows:
+        print(f"{name:<{width}}  {median:8.2f}  {least:8.2f}")
     print(f"{'reference: PyKokkos parallel_for (issue)':<{width}}  {250:8.2f}")
     print(f"{'target (issue)':<{width}}  {5:8.2f}")
 

@@ -2,8 +2,8 @@
 
 Prints medians over ``--repeats``:
 
-(a) microseconds per ``pk.parallel_for`` while tracing (argument binding + logging, nothing runs), next to
-    an eager call (argument binding + launch) of the same kernel;
+(a) microseconds per ``pk.parallel_for`` while tracing (argument binding + logging, nothing runs), the
+    logging part alone (``Tracer.log``), and an eager call (argument binding + launch) of the same kernel;
 (b) microseconds for the dependency walk of one host access over a trace of N pending entries: a read of
     an unrelated View (walks everything, takes nothing) and a read that needs every entry (a chain);
 (c) end-to-end time of a time-step loop, eager vs traced-without-fusion (each partition runs call by
@@ -49,27 +49,38 @@ def median_time(fn, repeats: int) -> float:
 
 
 def logging_cost(calls: int, repeats: int) -> tuple:
-    """(traced µs/call, eager µs/call) for a parallel_for over 8 elements."""
+    """µs per parallel_for over 8 elements: (traced call, of which Tracer.log, eager call)."""
     x, y = pk.View(8), pk.View(8)
     pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)  # build/load once
+    tracer = api._tracer
 
     def eager():
         for _ in range(calls):
             pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)
 
     def traced():
-        pk.enable_fusion(trace_only=True)
-        t0 = time.perf_counter()
         for _ in range(calls):
             pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)
-        dt = time.perf_counter() - t0
-        api._tracer.trace.entries.clear()  # drop without running: only the logging was timed
-        pk.disable_fusion()
-        return dt
 
-    eager_s = median_time(eager, repeats)
-    traced_s = statistics.median(traced() for _ in range(repeats))
-    return traced_s / calls * 1e6, eager_s / calls * 1e6
+    def log_only():
+        for _ in range(calls):
+            tracer.log(call)
+
+    pk.enable_fusion(trace_only=True)
+    pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)
+    call = tracer.trace.entries[0].call
+    tracer.trace.entries.clear()  # timed traces are dropped without running: only logging is timed
+    results = []
+    for fn in (traced, log_only):
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+            tracer.trace.entries.clear()
+        results.append(statistics.median(times) / calls * 1e6)
+    pk.disable_fusion()
+    return results[0], results[1], median_time(eager, repeats) / calls * 1e6
 
 
 def walk_cost(n: int, repeats: int) -> tuple:
@@ -89,13 +100,15 @@ def walk_cost(n: int, repeats: int) -> tuple:
     return unrelated * 1e6, needed * 1e6
 
 
-def time_step_loop(n: int, steps: int, mode: str, repeats: int) -> float:
-    """Median seconds of ``steps`` iterations of 4 kernels + a reduction read by the host each step."""
+def time_step_loops(n: int, steps: int, repeats: int) -> tuple:
+    """Median seconds (eager, traced) of ``steps`` iterations of 4 kernels + a reduction the host reads
+    every step; eager and traced runs alternate so that load changes on the machine hit both alike."""
     x, y, z = pk.View(n), pk.View(n), pk.View(n)
     x[:] = np.linspace(0.0, 1.0, n)
 
-    def run():
-        if mode == "traced":
+    def run(traced: bool) -> float:
+        t0 = time.perf_counter()
+        if traced:
             pk.enable_fusion(trace_only=True)
         for _ in range(steps):
             pk.parallel_for(n, bt_scale, x=x, y=y)
@@ -106,9 +119,14 @@ def time_step_loop(n: int, steps: int, mode: str, repeats: int) -> float:
             if float(r) < 0.0:  # the host needs the value every step (never true)
                 raise AssertionError("negative norm")
         pk.disable_fusion()
+        return time.perf_counter() - t0
 
-    run()  # warm up (load kernels)
-    return median_time(run, repeats)
+    run(False), run(True)  # warm up (load kernels)
+    eager, traced = [], []
+    for _ in range(repeats):
+        eager.append(run(False))
+        traced.append(run(True))
+    return statistics.median(eager), statistics.median(traced)
 
 
 def main() -> None:
@@ -120,8 +138,9 @@ def main() -> None:
     args = ap.parse_args()
     pk.disable_fusion()
 
-    traced_us, eager_us = logging_cost(args.calls, args.repeats)
-    print(f"(a) per parallel_for: traced (bind + log) {traced_us:.2f} us, eager (bind + launch) {eager_us:.2f} us")
+    traced_us, log_us, eager_us = logging_cost(args.calls, args.repeats)
+    print(f"(a) per parallel_for: traced {traced_us:.2f} us (of which Tracer.log {log_us:.2f} us), "
+          f"eager {eager_us:.2f} us (argument binding + launch)")
 
     print("(b) dependency walk of one host access over N pending entries:")
     for n in (10, 100, 1000, 4000):
@@ -131,8 +150,7 @@ def main() -> None:
 
     print("(c) time-step loop (4 parallel_for + 1 parallel_reduce read by the host per step), median seconds:")
     for label, n, steps in (("small", args.small, 400), ("large", args.large, 10)):
-        eager = time_step_loop(n, steps, "eager", args.repeats)
-        traced = time_step_loop(n, steps, "traced", args.repeats)
+        eager, traced = time_step_loops(n, steps, args.repeats)
         print(f"    {label} (n={n}, {steps} steps): eager {eager:.4f} s, traced without fusion {traced:.4f} s, "
               f"overhead {100.0 * (traced - eager) / eager:+.1f}%  "
               f"({(traced - eager) / (steps * 5) * 1e6:+.1f} us per call)")

@@ -1,9 +1,9 @@
 """Gaussian Naive Bayes (the model of scikit-learn's GaussianNB) as kfuse kernels and array operations.
 
-fit(X, y), for classes c and features j, over the n_c samples of class c:
+fit(X, y), for classes c and features j, over the n_c samples of class c (X first copied feature-major):
     theta[c][j] = mean of X[i][j]                  (kernel class_means)
     var[c][j]   = mean of (X[i][j] - theta[c][j])^2 + epsilon   (kernel class_vars, then pk.add)
-    epsilon     = var_smoothing * max_j var(X[:, j])   (pk.var(axis=0), pk.multiply, pk.max)
+    epsilon     = var_smoothing * max_j var(X[:, j])   (pk.var, pk.multiply, pk.max)
     prior[c]    = n_c / n
 predict(X):
     jll[i][c] = log prior[c] - 1/2 sum_j log(2 pi var[c][j]) - 1/2 sum_j (X[i][j] - theta[c][j])^2 / var[c][j]
@@ -30,21 +30,20 @@ SIZES = {"small": (2000, 1000, 16, 3), "medium": (200_000, 100_000, 32, 4), "lar
 
 
 @pk.workunit
-def class_means(c, j, theta, X, y, counts):
+def class_means(c, j, theta, XT, y, counts):
     s = 0.0
-    for i in range(X.extent(0)):
-        if y[i] == c:
-            s += X[i][j]
+    for i in range(XT.extent(1)):
+        s += XT[j][i] if y[i] == c else 0.0  # a select, not a branch: labels come in random order
     theta[c][j] = s / counts[c]
 
 
 @pk.workunit
-def class_vars(c, j, var, X, y, theta, counts):
+def class_vars(c, j, var, XT, y, theta, counts):
     q = 0.0
-    for i in range(X.extent(0)):
-        if y[i] == c:
-            d = X[i][j] - theta[c][j]
-            q += d * d
+    mu = theta[c][j]
+    for i in range(XT.extent(1)):
+        d = XT[j][i] - mu
+        q += d * d if y[i] == c else 0.0
     var[c][j] = q / counts[c]
 
 
@@ -64,20 +63,21 @@ class GaussianNB:
         self.var_smoothing = var_smoothing
 
     def fit(self, X, y) -> "GaussianNB":
-        X = pk.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
+        # A feature-major copy (one transposing kernel), so every per-feature loop below reads memory in order.
+        XT = pk.copy(np.asarray(X, dtype=np.float64).T)
         self.classes_, labels = np.unique(np.asarray(y), return_inverse=True)
         counts = np.bincount(labels, minlength=len(self.classes_)).astype(np.float64)
-        k, (n, f) = len(self.classes_), X.shape
+        k, (f, n) = len(self.classes_), XT.shape
         y_idx, self.class_count_ = pk.from_numpy(labels.astype(np.int64)), pk.from_numpy(counts)
+        self.class_prior_ = pk.divide(self.class_count_, float(n))
         self.theta_, var = pk.empty((k, f)), pk.empty((k, f))
         per_class = pk.MDRangePolicy([0, 0], [k, f])
-        pk.parallel_for("class_means", per_class, class_means, theta=self.theta_, X=X, y=y_idx,
+        pk.parallel_for("class_means", per_class, class_means, theta=self.theta_, XT=XT, y=y_idx,
                         counts=self.class_count_)
-        pk.parallel_for("class_vars", per_class, class_vars, var=var, X=X, y=y_idx, theta=self.theta_,
+        pk.parallel_for("class_vars", per_class, class_vars, var=var, XT=XT, y=y_idx, theta=self.theta_,
                         counts=self.class_count_)
-        self.epsilon_ = pk.max(pk.multiply(pk.var(X, axis=0), self.var_smoothing))
-        self.var_ = pk.add(var, self.epsilon_)
-        self.class_prior_ = pk.divide(self.class_count_, float(n))
+        self.epsilon_ = pk.max(pk.multiply(pk.var(XT, axis=1), self.var_smoothing))
+        self.var_ = pk.add(var, self.epsilon_)  # last, next to predict's first operations on var_ (fusible)
         return self
 
     def predict_joint_log_likelihood(self, X):

@@ -140,3 +140,18 @@ def test_clear_command_empties_the_cache(raced, tmp_path):
     assert not copy.exists() or not list(copy.rglob("meta.json"))
     assert "kernels: 0" in cli("info")
     assert entries(root)  # only the folder named by KFUSE_CACHE_DIR was cleared
+
+
+@pytest.mark.parametrize("marker", ["meta.json", "ok"])  # a kernel entry / a precompiled-header entry
+def test_publishing_an_entry_another_process_published_first_keeps_theirs(tmp_path, marker):
+    final = tmp_path / "entries" / "key"
+    builds = []
+    for n in range(2):
+        build = tmp_path / f"build{n}"
+        build.mkdir()
+        (build / marker).write_text(str(n))
+        builds.append(build)
+    cache._publish(builds[0], final, marker=marker)
+    cache._publish(builds[1], final, marker=marker)  # the loser of the race: no error, its copy discarded
+    assert (final / marker).read_text() == "0"
+    assert not builds[0].exists() and not builds[1].exists()

@@ -413,3 +413,22 @@ def test_identifiers_that_are_cxx_keywords_macros_or_generated_names():
     out = np.zeros(5)
     pk.parallel_for(5, cxx_names, new=new, value_type=3, member_type=4, out=out)
     np.testing.assert_array_equal(out, new + 6 + 4 + 3)
+
+
+def _make_twin(offset):
+    @pk.workunit
+    def twin(i, x):
+        x[i] = offset + i  # `offset` is a closure constant, inlined: each twin has its own body
+
+    return twin
+
+
+def test_workunits_with_the_same_name_run_their_own_code():
+    first, second = _make_twin(1.0), _make_twin(10.0)
+    x, y, z = np.zeros(3), np.zeros(3), np.zeros(3)
+    pk.parallel_for(3, first, x=x)
+    pk.parallel_for(3, second, x=y)
+    pk.parallel_for(3, first, x=z[::-1])  # first again, after second's library was loaded
+    np.testing.assert_array_equal(x, [1, 2, 3])
+    np.testing.assert_array_equal(y, [10, 11, 12])
+    np.testing.assert_array_equal(z, [3, 2, 1])

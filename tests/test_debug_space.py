@@ -53,10 +53,19 @@ def positives(i, acc: pk.Acc[pk.int64], x):
 
 
 @pk.workunit
-def exclusive(i, acc: pk.Acc[pk.int64], last_pass: bool, x, out):
+def exclusive(i, acc: pk.Acc[pk.int64], last_pass: bool, x, out, scaled):
     if last_pass:
         out[i] = acc
+        scaled[i] = -acc / 2 if acc >= 10 else abs(acc * 3 - 7)  # the running value read in expressions
     acc += x[i]
+
+
+@pk.workunit
+def net(i, acc, x):
+    if x[i] > 0:
+        acc += x[i]
+    else:
+        acc -= -x[i]
 
 
 def test_debug_reduce_and_scan():
@@ -66,10 +75,15 @@ def test_debug_reduce_and_scan():
     count = pk.parallel_reduce(pk.RangePolicy(DEBUG, 0, 101), positives, x=x)
     assert type(count) is int and count == int(np.sum(x > 0))  # same Python type as a compiled reduction
     ints = np.arange(1, 11)
-    out = np.zeros(10, dtype=np.int64)
-    total = pk.parallel_scan(pk.RangePolicy(DEBUG, 0, 10), exclusive, x=ints, out=out)
-    np.testing.assert_array_equal(out, np.cumsum(ints) - ints)
-    assert type(total) is int and total == 55
+    prefix = np.cumsum(ints) - ints
+    for space in (DEBUG, pk.OpenMP):
+        out = np.zeros(10, dtype=np.int64)
+        scaled = np.zeros(10)
+        total = pk.parallel_scan(pk.RangePolicy(space, 0, 10), exclusive, x=ints, out=out, scaled=scaled)
+        np.testing.assert_array_equal(out, prefix)
+        np.testing.assert_array_equal(scaled, np.where(prefix >= 10, -prefix / 2, np.abs(prefix * 3 - 7)))
+        assert type(total) is int and total == 55
+        assert pk.parallel_reduce(pk.RangePolicy(space, 0, 101), net, x=x) == pytest.approx(x.sum(), abs=1e-12)
 
 
 @pk.workunit

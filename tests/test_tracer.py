@@ -380,11 +380,11 @@ def _host_writes():
     def via_fill(v):
         v.fill(100.0)
 
-    def via_copyto(v):
+    def via_asarray_slice(v):
         arr = np.asarray(v)
         arr[3:4] = np.array([100.0])
 
-    return {f.__name__: f for f in (via_asarray, via_setitem, via_slice, via_data, via_fill, via_copyto)}
+    return {f.__name__: f for f in (via_asarray, via_setitem, via_slice, via_data, via_fill, via_asarray_slice)}
 
 
 HOST_WRITES = _host_writes()

@@ -138,3 +138,24 @@ def random_programs(draw):
 def test_random_programs_match_eager(mode, program):
     expected = run_program(program, "eager")
     assert_same(expected, run_program(program, mode), f"[{mode}] {program}")
+
+
+# --- the walk's range set against a brute-force overlap test ------------------------------------------
+_range = st.tuples(st.integers(0, 60), st.integers(0, 12)).map(lambda t: (t[0], t[0] + t[1]))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(added=st.lists(_range, max_size=12), probes=st.lists(_range, min_size=1, max_size=6))
+def test_range_set_matches_brute_force(added, probes):
+    from kfuse.tracer.trace import _Ranges
+
+    ranges = _Ranges()
+    ranges.add_all(added)
+    assert ranges.starts == sorted(ranges.starts) and all(
+        s < e for s, e in zip(ranges.starts, ranges.ends)) and all(
+        e < s for e, s in zip(ranges.ends, ranges.starts[1:]))  # disjoint, not even touching
+    covered = {b for lo, hi in added for b in range(lo, hi)}
+    assert covered == {b for lo, hi in zip(ranges.starts, ranges.ends) for b in range(lo, hi)}
+    for probe in probes:
+        assert ranges.hits([probe]) == any(b in covered for b in range(*probe))
+    assert ranges.hits(probes) == any(b in covered for p in probes for b in range(*p))

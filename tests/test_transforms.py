@@ -122,6 +122,13 @@ def bump(tid: int, cnt: pk.View1D[pk.int64], M: pk.View2D[pk.double]):
 
 
 @pk.workunit
+def mirror(tid: int, N: int, A: pk.View2D[pk.double], C: pk.View2D[pk.double]):
+    for i in range(N):
+        i = N - 1 - i  # from here on, i names the mirrored column
+        C[tid][i] = A[tid][i]
+
+
+@pk.workunit
 def countdown(i: int, n: int, x: pk.View1D[pk.double]):
     while n > 0:
         x[i] += 1.0
@@ -391,6 +398,16 @@ def test_loops_refuses_bounds_read_from_an_array_the_first_loop_writes():
     assert_launch_matches_eager(calls, transformed(kernel, *manager.NAMES), [cnt, M])
 
 
+def test_loops_refuses_a_body_that_reassigns_the_loop_variable():
+    A, B, C = pk.View((T, N)), view((T, N), 1), pk.View((T, N))
+    calls = [call(add, T, N=N, S=1.5, A=A, B=B), call(mirror, T, N=N, A=A, C=C)]
+    kernel = transformed(fused(*calls), "args")
+    assert "k0_A[i0][k1_i]" in text(kernel)  # looks like add's element, but is column N - 1 - i
+    check_pass(loops_pass.run, kernel, False)
+    got = assert_launch_matches_eager(calls, transformed(kernel, *manager.NAMES), [A, C])
+    np.testing.assert_array_equal(got[1], 1.5 + np.asarray(B))
+
+
 # --- restrict ----------------------------------------------------------------------------------------------------------
 def test_restrict_marks_every_distinct_array_after_argument_fusion():
     A, B, C = pk.View((T, N)), view((T, N), 1), pk.View((T, N))
@@ -651,7 +668,7 @@ def p_reductions():
     pk.parallel_for(T, rownorm, N=N, M=M, s=s, out=out)
     r1 = pk.parallel_reduce(T, dot, x=x, y=y)
     r2 = pk.parallel_reduce(T, dot, x=x, y=x)
-    return [s, out, float(r1), float(r2)]
+    return [s, out, r1, r2]
 
 
 def p_loop_hazards():
@@ -724,17 +741,19 @@ def p_signed_zero():
     for s1, s2 in ((0.0, 0.0), (0.0, -0.0), (-0.0, 0.0)):  # the first pattern's kernel must not serve the others
         pk.parallel_for(T, add, N=N, S=s1, A=A1, B=B)
         pk.parallel_for(T, add, N=N, S=s2, A=A2, B=B)
+        pk.fence()  # run both calls as one partition (reading A1 alone would run only its producer)
         got += [np.signbit(np.asarray(A1)), np.signbit(np.asarray(A2))]
     return got
 
 
 FUSED_PROGRAMS = {"figure2": p_figure2, "nstream": p_nstream, "reductions": p_reductions,
                   "loop_hazards": p_loop_hazards, "mdrange": p_mdrange, "float32": p_float32,
-                  "aliasing": p_aliasing, "memory_edges": p_memory_edges, "signed_zero": p_signed_zero}
+                  "aliasing": p_aliasing, "memory_edges": p_memory_edges}
 
 
 def observe(results) -> list:
-    return [np.asarray(r).copy() if isinstance(r, pk.View) else r for r in results]
+    """Host copies of a program's results (reading a Future or View runs what it waits for)."""
+    return [float(r) if isinstance(r, (float, pk.Future)) else np.asarray(r).copy() for r in results]
 
 
 def assert_close(expected: list, got: list, where: str):
@@ -758,19 +777,32 @@ def test_fused_program_equals_eager_under_each_transform_setting(program, names)
     pk.set_transforms(names)
     pk.reset_stats()
     with pk.fusion():
-        got = observe(FUSED_PROGRAMS[program]())
+        results = FUSED_PROGRAMS[program]()
+    got = observe(results)  # after the whole trace ran as one partition (reading inside would split it)
     assert_close(_eager_results[program], got, f"{program} with {names}")
     assert pk.stats()["fused_kernels_launched"] >= 1  # the program did go through the fuser
 
 
+@pytest.mark.parametrize("names", [["args"], list(manager.NAMES)], ids=["args", "all"])
+def test_zero_and_negative_zero_scalars_get_their_own_kernels(names):
+    """Only argument fusion merges scalars: the kernel built for S1 == S2 == 0.0 must not serve -0.0."""
+    expected = p_signed_zero()
+    pk.set_transforms(names)
+    pk.reset_stats()
+    with pk.fusion():
+        got = p_signed_zero()
+    assert_close(expected, got, f"signed zero with {names}")
+    assert pk.stats()["fused_kernels_launched"] == 3
+    assert [g.any() for g in got] == [False, False, False, True, True, False]  # the data tells them apart
+
+
 # --- the differential program library (tests/programs.py) under each transform setting -------------------------
+#: two Views and a NumPy array over one buffer (d, d2, buf), subviews (lo, hi), a 2-D array, reductions
 LIBRARY_PROGRAMS = {
     "aliases": [progs.Call("scale", ("d", "b")), progs.Call("axpy", ("d2", "b"), 0.5), progs.Call("dot", ("buf", "b")),
-                progs.Call("sin", ("c",)), progs.Call("axpy", ("b", "c"), ("r", 0)), progs.Call("scale", ("c", "d")),
-                progs.Read("d2", "asarray")],
-    "subviews_and_2d": [progs.Call("rank1", ("a", "b", "M")), progs.Call("rowsum", ("M", "c")),
-                        progs.Call("scale", ("c", "b")), progs.Call("sin", ("lo",)), progs.Call("scale", ("hi", "lo")),
-                        progs.Call("dot", ("b", "c")), progs.UseResult(0, "float")],
+                progs.Call("rank1", ("b", "d2", "M")), progs.Call("rowsum", ("M", "c")),
+                progs.Call("axpy", ("c", "d"), ("r", 0)), progs.Call("sin", ("lo",)), progs.Call("scale", ("hi", "lo")),
+                progs.Read("d2", "asarray"), progs.UseResult(0, "float")],
 }
 
 

@@ -52,13 +52,14 @@ class Artifact:
     seconds: float
 
 
-def _publish(tmp: Path, final: Path) -> None:
+def _publish(tmp: Path, final: Path, marker: str = "meta.json") -> None:
+    """Move a finished build into place; ``marker`` is the file whose presence makes an entry complete."""
     final.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.rename(tmp, final)
     except OSError:  # another process published the same key first: theirs is identical, keep it
         shutil.rmtree(tmp, ignore_errors=True)
-        if not (final / "meta.json").exists():
+        if not (final / marker).exists():
             raise
 
 
@@ -69,15 +70,16 @@ def _ensure_pch(tc: tc_mod.Toolchain) -> Path | None:
     if (final / "ok").exists():
         return header
     tmp = Path(tempfile.mkdtemp(prefix="pch-", dir=_tmp_dir()))
-    shutil.copy(tc_mod.PRELUDE, tmp / "kfuse_prelude.hpp")
-    cmd = [tc.cxx, *tc.compile_flags, "-x", "c++-header", str(tmp / "kfuse_prelude.hpp"),
-           "-o", str(tmp / "kfuse_prelude.hpp.gch")]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
+    try:
+        shutil.copy(tc_mod.PRELUDE, tmp / "kfuse_prelude.hpp")
+        cmd = [tc.cxx, *tc.compile_flags, "-x", "c++-header", str(tmp / "kfuse_prelude.hpp"),
+               "-o", str(tmp / "kfuse_prelude.hpp.gch")]
+        if subprocess.run(cmd, capture_output=True, text=True).returncode != 0:
+            return None
+        (tmp / "ok").write_text("")
+        _publish(tmp, final, marker="ok")
+    finally:  # as in build(): nothing half-made stays behind
         shutil.rmtree(tmp, ignore_errors=True)
-        return None
-    (tmp / "ok").write_text("")
-    _publish(tmp, final)
     return header
 
 

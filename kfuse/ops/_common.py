@@ -110,9 +110,14 @@ def contiguous(v: View) -> View:
         return v
     if v.ndim != 2:
         raise ValueError("kfuse array operations take strided Views of rank 1 or 2 only")
-    copy = new_view(v.shape, v.dtype.np)
-    parallel_for(MDRangePolicy([0, 0], list(v.shape)), kernels.copy2d_k, out=copy, a=v)
-    return copy
+    return copy2d(new_view(v.shape, v.dtype.np), v)
+
+
+def copy2d(out: View, a: View) -> View:
+    """out[i][j] = a[i][j] in one kernel, whatever the two layouts (this is how strided data moves)."""
+    if out.size:
+        parallel_for(MDRangePolicy([0, 0], list(out.shape)), kernels.copy2d_k, out=out, a=a)
+    return out
 
 
 def flat(v: View) -> View:
@@ -126,21 +131,22 @@ def flat(v: View) -> View:
     return f
 
 
-def elementwise(wu, target: View, **operands) -> View:
-    """Run ``wu(i, out, **operands)`` over every element of ``target`` and return ``target``."""
-    if target.size == 0:
-        return target
-    dest = contiguous_target(target)
-    args = {k: flat(contiguous(v)) if isinstance(v, View) else v for k, v in operands.items()}
-    parallel_for(dest.size, wu, out=flat(dest), **args)
-    if dest is not target:
-        parallel_for(MDRangePolicy([0, 0], list(target.shape)), kernels.copy2d_k, out=target, a=dest)
-    return target
-
-
-def contiguous_target(target: View) -> View:
+def _contiguous_target(target: View) -> View:
+    """Where a kernel writes a result meant for ``target``: target itself, or a contiguous temporary."""
     if target.layout == "right" or target.ndim == 1:
         return target
     if target.ndim != 2:
         raise ValueError("kfuse array operations take strided Views of rank 1 or 2 only")
     return new_view(target.shape, target.dtype.np)
+
+
+def elementwise(wu, target: View, **operands) -> View:
+    """Run ``wu(i, out, **operands)`` over every element of ``target`` and return ``target``."""
+    if target.size == 0:
+        return target
+    dest = _contiguous_target(target)
+    args = {k: flat(contiguous(v)) if isinstance(v, View) else v for k, v in operands.items()}
+    parallel_for(dest.size, wu, out=flat(dest), **args)
+    if dest is not target:
+        copy2d(target, dest)
+    return target

@@ -13,7 +13,7 @@ import operator
 
 from ..views import View
 from . import kernels as k
-from ._common import (as_view, elementwise, is_array, kernel_scalar, operand, output, result_dtype, same_shape)
+from ._common import (as_view, copy2d, elementwise, is_array, kernel_scalar, operand, output, result_dtype, same_shape)
 
 
 def _binary(name, vv, vs, sv, pyop, a, b, out, floating=False):
@@ -123,9 +123,16 @@ def where(cond, a, b, out=None):
 
 
 def copy(x, out=None):
-    """A new View with the elements of ``x`` (or ``x`` copied into ``out``)."""
+    """A new contiguous View with the elements of ``x`` (or ``x`` copied into ``out``).
+
+    ``pk.copy(a.T)`` is a transpose into new memory: a strided 2-D source or target is copied by one
+    2-D kernel.
+    """
     v = as_view(x)
-    return elementwise(k.copy_k, output(out, v.shape, v.dtype.np), a=v)
+    target = output(out, v.shape, v.dtype.np)
+    if v.ndim == 2 and "stride" in (v.layout, target.layout):
+        return copy2d(target, v)
+    return elementwise(k.copy_k, target, a=v)
 
 
 def fill(view, value):

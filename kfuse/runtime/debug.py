@@ -7,6 +7,7 @@ trivially satisfied.
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 
 import numpy as np
@@ -34,6 +35,10 @@ class _Acc:
         self.v += x.v if isinstance(x, _Acc) else x
         return self
 
+    def __isub__(self, x):
+        self.v -= x.v if isinstance(x, _Acc) else x
+        return self
+
     def __float__(self):
         return float(self.v)
 
@@ -46,24 +51,24 @@ class _Acc:
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.v, dtype=dtype)
 
-    def _get(self):
-        return self.v
+    def __bool__(self):
+        return bool(self.v)
 
-    def __add__(self, o):
-        return self.v + o
 
-    __radd__ = __add__
+def _operator(op, reflected=False):
+    def method(self, other):
+        other = other.v if isinstance(other, _Acc) else other
+        return op(other, self.v) if reflected else op(self.v, other)
+    return method
 
-    def __mul__(self, o):
-        return self.v * o
 
-    __rmul__ = __mul__
-
-    def __sub__(self, o):
-        return self.v - o
-
-    def __rsub__(self, o):
-        return o - self.v
+# Reading the accumulator in an expression (``out[i] = acc / n``, ``if acc > 0``) uses its current value.
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(_Acc, f"__{_name}__", _operator(getattr(operator, _name)))
+    if _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+        setattr(_Acc, f"__r{_name}__", _operator(getattr(operator, _name), reflected=True))
+for _name in ("neg", "pos", "abs"):
+    setattr(_Acc, f"__{_name}__", lambda self, _op=getattr(operator, _name): _op(self.v))
 
 
 class DebugTeamMember:

@@ -3,7 +3,8 @@
 The pipeline for one kernel reads top to bottom here: parse + normalise the workunit once (front
 end), specialise on the call's argument types (``KernelSpec``), generate C++ (codegen), build or load
 it (compiler/cache), launch (runtime). A specialisation is cached on the workunit, so a repeated call
-costs a dictionary lookup, an argument pack and a ctypes call.
+costs a comparison of argument signatures, an argument pack and a ctypes call: about 4 us in all, of
+which 1-2 us are the C++ launch (``benchmarks/bench_dispatch.py``; PyKokkos takes ~250 us).
 """
 from __future__ import annotations
 

@@ -13,14 +13,21 @@ import os
 from .. import config
 
 _SHIM = r"""
-// kfuse runtime shim
+// kfuse runtime shim: Kokkos lifetime, and device buffers for the Views GPU kernels use
 static bool kf_started_here = false;
 extern "C" int kfuse_initialize(int num_threads) {
   if (Kokkos::is_initialized()) return 0;
+#if KOKKOS_VERSION >= 30700
+  Kokkos::InitializationSettings settings;
+  if (num_threads > 0) settings.set_num_threads(num_threads);
+  settings.set_disable_warnings(true);
+  Kokkos::initialize(settings);
+#else
   Kokkos::InitArguments args;
   args.num_threads = num_threads;
   args.disable_warnings = true;
   Kokkos::initialize(args);
+#endif
   kf_started_here = true;
   return 1;
 }
@@ -30,6 +37,19 @@ extern "C" void kfuse_finalize() {
 }
 extern "C" void kfuse_fence() { if (Kokkos::is_initialized()) Kokkos::fence(); }
 extern "C" int kfuse_concurrency() { return Kokkos::DefaultHostExecutionSpace::concurrency(); }
+#ifdef KOKKOS_ENABLE_CUDA
+extern "C" void* kfuse_device_malloc(size_t n) { void* p = nullptr; return cudaMalloc(&p, n) == cudaSuccess ? p : nullptr; }
+extern "C" void kfuse_device_free(void* p) { cudaFree(p); }
+extern "C" int kfuse_copy_to_device(void* dst, const void* src, size_t n) {
+  Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice); }
+extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
+  Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost); }
+#else
+extern "C" void* kfuse_device_malloc(size_t) { return nullptr; }
+extern "C" void kfuse_device_free(void*) {}
+extern "C" int kfuse_copy_to_device(void*, const void*, size_t) { return 1; }
+extern "C" int kfuse_copy_to_host(void*, const void*, size_t) { return 1; }
+#endif
 """
 
 _lib = None
@@ -47,6 +67,9 @@ def _shutdown() -> None:
             fn()
     finally:
         if _lib is not None:
+            from . import device
+
+            device.release_all()
             _lib.kfuse_finalize()
 
 
@@ -62,12 +85,25 @@ def ensure_initialized() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(artifact.library))
     lib.kfuse_initialize.argtypes = [ctypes.c_int]
     lib.kfuse_concurrency.restype = ctypes.c_int
+    lib.kfuse_device_malloc.argtypes = [ctypes.c_size_t]
+    lib.kfuse_device_malloc.restype = ctypes.c_void_p
+    lib.kfuse_device_free.argtypes = [ctypes.c_void_p]
+    for name in ("kfuse_copy_to_device", "kfuse_copy_to_host"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     lib.kfuse_initialize(config.NUM_THREADS.get())
     _lib = lib
     return lib
 
 
 atexit.register(_shutdown)  # at import, so pending work is run at exit even if no kernel ran yet
+
+
+def is_running() -> bool:
+    return _lib is not None
+
+
+def library() -> ctypes.CDLL:
+    return _lib
 
 
 def fence() -> None:

@@ -9,22 +9,51 @@ call still has to read pulls that reader in). Everything else stays pending.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 
-def _overlaps(ranges_a, ranges_b) -> bool:
-    for lo, hi in ranges_a:
-        for lo2, hi2 in ranges_b:
-            if lo < hi2 and lo2 < hi:
-                return True
-    return False
+class _Ranges:
+    """A set of byte ranges kept as sorted, disjoint, merged intervals, so testing an access against
+    everything a walk has collected costs a binary search, not a scan (a long chain stays linear)."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self):
+        self.starts: list = []
+        self.ends: list = []
+
+    def add(self, lo: int, hi: int) -> None:
+        if lo >= hi:  # an empty View touches no memory
+            return
+        starts, ends = self.starts, self.ends
+        i = bisect_left(ends, lo)  # first interval ending at or after lo: it touches or follows [lo, hi)
+        j = bisect_right(starts, hi)  # intervals i..j-1 touch [lo, hi): merge them all into one
+        if i < j:
+            lo = min(lo, starts[i])
+            hi = max(hi, ends[j - 1])
+        starts[i:j] = [lo]
+        ends[i:j] = [hi]
+
+    def add_all(self, ranges) -> None:
+        for lo, hi in ranges:
+            self.add(lo, hi)
+
+    def hits(self, ranges) -> bool:
+        """Whether any of ``ranges`` shares a byte with the set."""
+        starts, ends = self.starts, self.ends
+        for lo, hi in ranges:
+            if lo < hi:
+                i = bisect_right(ends, lo)  # first interval ending after lo
+                if i < len(starts) and starts[i] < hi:
+                    return True
+        return False
 
 
 @dataclass(eq=False)
 class Entry:
     """A call in the trace with its memory footprint."""
 
-    seq: int
     call: object  # runtime.dispatch.KernelCall
     reads: tuple  # ((lo, hi), ...)
     writes: tuple
@@ -33,7 +62,6 @@ class Entry:
 class Trace:
     def __init__(self):
         self.entries: list[Entry] = []
-        self._seq = 0
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -50,8 +78,7 @@ class Trace:
             if pa.write:
                 writes.append(arg.bounds)
                 arg.version += 1
-        self._seq += 1
-        entry = Entry(self._seq, call, tuple(reads), tuple(writes))
+        entry = Entry(call, tuple(reads), tuple(writes))
         self.entries.append(entry)
         return entry
 
@@ -61,23 +88,21 @@ class Trace:
         ``calls``: calls that must run regardless (e.g. the producer of a Future being read).
         """
         needed_ids = {id(c) for c in calls}
-        need_reads: set = set()
-        need_writes: set = set()
+        need_reads, need_writes = _Ranges(), _Ranges()  # what the picked calls (and the host) read / write
         if bounds is not None:
-            need_reads.add(bounds)
+            need_reads.add(*bounds)
             if write:
-                need_writes.add(bounds)
+                need_writes.add(*bounds)
         picked = []
         for entry in reversed(self.entries):
             call = entry.call
-            take = id(call) in needed_ids \
-                or _overlaps(entry.writes, need_reads) or _overlaps(entry.writes, need_writes) \
-                or _overlaps(entry.reads, need_writes)
+            take = id(call) in needed_ids or need_reads.hits(entry.writes) or need_writes.hits(entry.writes) \
+                or need_writes.hits(entry.reads)
             if not take:
                 continue
             picked.append(entry)
-            need_reads.update(entry.reads)
-            need_writes.update(entry.writes)
+            need_reads.add_all(entry.reads)
+            need_writes.add_all(entry.writes)
             for _, fut in call.futures:
                 if fut.call is not None:
                     needed_ids.add(id(fut.call))
@@ -87,7 +112,3 @@ class Trace:
     def remove(self, entries: list[Entry]) -> None:
         gone = {id(e) for e in entries}
         self.entries = [e for e in self.entries if id(e) not in gone]
-
-    def take_all(self) -> list[Entry]:
-        entries, self.entries = self.entries, []
-        return entries

@@ -11,7 +11,7 @@ any compound statement ends what is known):
   side effects.
 "Possibly aliasing" uses run-time knowledge: Views whose memory overlaps form one class. Only reads
 in positions that are always evaluated are hoisted (never out of ``a if c else b``, the right side
-of ``and``/``or``, or the third operand on of a chained comparison), so a guarded out-of-bounds read is
+of ``and``/``or``, or the third operand of a chained comparison), so a guarded out-of-bounds read is
 never introduced. Reads inside an index are loaded first and the index names their locals, so an
 element's key never depends on memory; an element whose index still reads memory or calls a function
 is not tracked.

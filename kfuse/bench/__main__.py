@@ -1,0 +1,52 @@
+"""``python -m kfuse.bench [--subjects a,b] [--size small|medium|large] [--repeat N] [--json F] [--plot F.png]
+[--smoke]``: Markdown on stdout, progress on stderr."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from . import measure, report, subjects
+from .paper import TABLE5_CPU
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kfuse.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--subjects", default=",".join(subjects.ORDER), help="comma list (default: all)")
+    parser.add_argument("--size", choices=("small", "medium", "large"), default="small")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", help="write the results as JSON")
+    parser.add_argument("--plot", help="write a PNG bar chart of the group speedups")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat (checks the bench runs)")
+    parser.add_argument("--compile-subject", default="paper_fig2",
+                        help="subject timed cold vs warm cache in fresh processes ('none' to skip)")
+    args = parser.parse_args(argv)
+    size, repeat = ("smoke", 1) if args.smoke else (args.size, args.repeat)
+    names = [n.strip() for n in args.subjects.split(",") if n.strip()]
+    data = {"machine": report.machine(), "size": size, "repeat": repeat, "subjects": {}, "skipped": {},
+            "paper_table5_cpu": TABLE5_CPU}
+    start = time.perf_counter()
+    for name in names:
+        try:
+            subject = subjects.load(name)
+        except (ImportError, AttributeError, KeyError) as exc:
+            data["skipped"][name] = f"{type(exc).__name__}: {exc}"
+            measure.log(f"skipping {name}: {exc}")
+            continue
+        t0 = time.perf_counter()
+        data["subjects"][name] = measure.measure(subject, size, repeat)
+        measure.log(f"{name} done in {time.perf_counter() - t0:.1f} s")
+    if args.compile_subject != "none":
+        data["compile"] = measure.compile_times(args.compile_subject, "smoke" if args.smoke else "small")
+    data["bench_seconds"] = time.perf_counter() - start
+    sys.stdout.write(report.markdown(data))
+    if args.json:
+        report.write_json(data, args.json)
+    if args.plot:
+        report.plot(data, args.plot)
+    failed = [n for n, r in data["subjects"].items() if r.get("validation", "PASS") != "PASS"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Running a subject under each fusion mode and turning launches and flushes into per-group figures.
+
+Modes: eager (no tracing), trace (traced, every call launched alone: the tracing overhead), uo (fused,
+no transforms), o (fused, all transforms), plus the transform ablation for subjects that ask for it.
+Every run records each launch's C++-measured time (``launch.profile``) and every flush the fuser made.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+import kfuse as pk
+
+from ..fuser import explain
+from ..runtime import launch
+from ..transforms import manager
+from . import subjects
+
+MODES = (("eager", None), ("trace", None), ("uo", "none"), ("o", "all"))
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def fusion_mode(mode: str, transforms: str | None):
+    """Set the global tracer and transform set for one run (subjects run with their own fusion flag off)."""
+    if mode == "eager":
+        pk.disable_fusion()
+    else:
+        manager.set_transforms(transforms)
+        pk.enable_fusion(trace_only=mode == "trace")
+    try:
+        yield
+    finally:
+        pk.disable_fusion()
+        manager.set_transforms(None)
+
+
+@contextlib.contextmanager
+def _flushes(into: list):
+    """Keep every FlushRecord of the block (``explain`` itself keeps only the last few)."""
+    original = explain.record
+
+    def record(*args, **kwargs):
+        rec = original(*args, **kwargs)
+        into.append(rec)
+        return rec
+    explain.record = record
+    try:
+        yield
+    finally:
+        explain.record = original
+
+
+def run_once(go, mode: str, transforms: str | None) -> dict:
+    profile, flushes = [], []
+    launch.profile = profile
+    try:
+        with _flushes(flushes), fusion_mode(mode, transforms):
+            seconds = go()
+    finally:
+        launch.profile = None
+    return {"seconds": seconds, "launches": profile, "flushes": flushes}
+
+
+def spread(values) -> dict:
+    values = list(values)
+    if not values:
+        return {"median": None, "min": None, "max": None}
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def label(members: tuple) -> str:
+    """'copy+mul+add+triad+dot x2' for a group that repeats a sequence of kernels."""
+    n = len(members)
+    for p in range(1, n + 1):
+        if n % p == 0 and members == members[:p] * (n // p):
+            return "+".join(members[:p]) + (f" x{n // p}" if n > p else "")
+    return "+".join(members)
+
+
+def _groups(runs: list) -> dict:
+    """Fused kernel name -> member call names, from the flushes of fused runs."""
+    found = {}
+    for run in runs:
+        for rec in run["flushes"]:
+            multi = [g for g in rec.groups if len(g) > 1]
+            for g, fused in zip(multi, rec.fused_names):
+                found.setdefault(fused, tuple(rec.call_names[i] for i in g))
+    return found
+
+
+def _per_launch(runs: list, fused: bool) -> dict:
+    times = defaultdict(list)
+    for run in runs:
+        for name, seconds, is_fused in run["launches"]:
+            if is_fused == fused:
+                times[name].append(seconds)
+    return times
+
+
+def _ms(s: dict) -> dict:
+    return {k: (v * 1e3 if v is not None else None) for k, v in s.items()}
+
+
+_E2E = {"eager": "eager", "trace": "trace", "uo": "fused_uo", "o": "fused"}
+
+
+def _base(mode: str) -> str:
+    """Ablation modes are fused runs with another transform set."""
+    return "o" if mode.startswith("abl:") else mode
+
+
+def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
+    go = subject.prepare(size)
+    modes = list(MODES)
+    if subject.ablation:
+        modes += [(f"abl:{name}", t) for name, t in subjects.ABLATION if t not in ("none", "all")]
+    runs = {m: [] for m, _ in modes}
+    for m, t in modes:  # warm-up: compiles or loads every kernel
+        log(f"{subject.name}: warm-up {m}")
+        run_once(go, _base(m), t)
+    for r in range(repeat):
+        log(f"{subject.name}: repeat {r + 1}/{repeat}")
+        for m, t in modes:
+            runs[m].append(run_once(go, _base(m), t))
+    result = {"size": size, "repeat": repeat}
+    for m in ("eager", "trace", "uo", "o"):
+        result[f"{_E2E[m]}_s"] = spread(r["seconds"] for r in runs[m])
+        result[f"{m}_kernel_s"] = spread(sum(s for _, s, _ in r["launches"]) for r in runs[m])
+    eager, trace = result["eager_s"]["median"], result["trace_s"]["median"]
+    result["trace_overhead_pct"] = 100.0 * (trace - eager) / eager
+    result["fused_vs_eager_speedup"] = eager / result["fused_s"]["median"]
+    result["analysis_ms"] = spread(1e3 * sum(f.analysis_seconds for f in r["flushes"]) for r in runs["o"])
+    result["flushes_per_run"] = len(runs["o"][0]["flushes"]) if runs["o"] else 0
+    result["groups"] = _group_rows(runs, modes, repeat)
+    if subject.check:
+        with fusion_mode("o", "all"):
+            problem = subject.check(size)
+        result["validation"] = "PASS" if problem is None else f"FAIL: {problem}"
+    if subject.numpy:
+        log(f"{subject.name}: numpy")
+        np_go = subject.numpy(size)
+        np_go()
+        result["numpy_s"] = spread(np_go() for _ in range(repeat))
+    return result
+
+
+def _group_rows(runs: dict, modes: list, repeat: int) -> list:
+    eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
+    fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
+    rows = []
+    for fused, members in _groups(runs["o"]).items():
+        missing = [n for n in members if n not in eager]
+        unfused = None if missing else sum(eager[n] for n in members)
+        row = {"name": label(members), "kernel": fused, "kernels": len(members),
+               "launches_per_run": len(fused_times["o"].get(fused, [])) / max(1, repeat),
+               "unfused_ms": unfused * 1e3 if unfused is not None else None}
+        for m, key in (("uo", "fused_uo"), ("o", "fused_o")):
+            s = _ms(spread(fused_times[m].get(fused, [])))
+            row[f"{key}_ms"], row[f"{key}_range_ms"] = s["median"], [s["min"], s["max"]]
+            row[f"speedup_{m}"] = unfused * 1e3 / s["median"] if unfused and s["median"] else None
+        ablation = {}
+        for m, _ in modes:
+            if m.startswith("abl:") or m in ("uo", "o"):
+                name = {"uo": "none", "o": "all"}.get(m, m[4:])
+                ms = _ms(spread(fused_times[m].get(fused, [])))["median"]
+                ablation[name] = {"ms": ms, "speedup": unfused * 1e3 / ms if unfused and ms else None}
+        if len(ablation) > 2:
+            row["ablation"] = {name: ablation[name] for name, _ in subjects.ABLATION if name in ablation}
+        rows.append(row)
+    return rows
+
+
+# --- compile and cache-load times, in fresh processes -------------------------------------------------
+def compile_times(name: str, size: str) -> dict:
+    """Run ``name`` fused in a new process with an empty cache (cold: every kernel compiles), then again in a
+    new process with that cache (warm: every kernel loads from disk)."""
+    with tempfile.TemporaryDirectory(prefix="kfuse_bench_cache_") as tmp:
+        env = dict(os.environ, KFUSE_CACHE_DIR=tmp)
+        out = {}
+        for phase in ("cold", "warm"):
+            log(f"compile probe ({phase} cache): {name}")
+            start = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "kfuse.bench.probe", name, size], env=env,
+                                  capture_output=True, text=True, cwd=str(subjects.ROOT))
+            wall = time.perf_counter() - start
+            if proc.returncode != 0:
+                raise RuntimeError(f"compile probe failed: {proc.stderr[-2000:]}")
+            data = json.loads(proc.stdout.strip().splitlines()[-1])
+            data["process_s"] = wall
+            out[phase] = data
+    cold, warm = out["cold"], out["warm"]
+    return {"subject": name, "size": size, "cold": cold, "warm": warm,
+            "compile_s": cold["first_s"] - cold["steady_s"], "cache_load_s": warm["first_s"] - warm["steady_s"]}

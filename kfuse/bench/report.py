@@ -1,0 +1,123 @@
+"""The bench's outputs: machine description, Markdown tables (stdout), JSON, and a PNG of group speedups."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+
+from .. import config
+from ..compiler import toolchain
+from .paper import TABLE5_CPU
+
+
+def machine() -> dict:
+    tc = toolchain.current()
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "kfuse_num_threads": config.NUM_THREADS.get(), "load_average_1min": os.getloadavg()[0],
+            "compiler": tc.cxx_version, "opt_flags": " ".join(tc.opt_flags), "kokkos_version": tc.kokkos_version,
+            "kokkos_backends": list(tc.backends)}
+
+
+def _f(x, digits=3) -> str:
+    return "-" if x is None else f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
+def _s(s: dict | None, scale=1.0) -> str:
+    if not s or s.get("median") is None:
+        return "-"
+    return f"{_f(s['median'] * scale)} [{_f(s['min'] * scale)}-{_f(s['max'] * scale)}]"
+
+
+def _x(x) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def markdown(data: dict) -> str:
+    m = data["machine"]
+    out = ["# kfuse benchmark", "",
+           f"Machine: {m['platform']}, {m['cpus_usable']} usable CPUs of {m['cpu_count']}, "
+           f"KFUSE_NUM_THREADS={m['kfuse_num_threads']}, load average {m['load_average_1min']:.1f} at start; "
+           f"compiler: {m['compiler']} {m['opt_flags']}; Kokkos "
+           f"{m['kokkos_version']} ({', '.join(m['kokkos_backends'])}); Python {m['python']}.",
+           f"Size `{data['size']}`, {data['repeat']} timed repeats after a warm-up; medians with [min-max].", ""]
+    subs = data["subjects"]
+    out += ["## Fused groups: kernel time per launch (C++-timed, ms)", "",
+            "| subject | group | # kernels | launches/run | unfused | fused UO | fused O | speedup UO | speedup O |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in subs.items():
+        if not r["groups"]:
+            out.append(f"| {name} | (no fused group) | | | | | | | |")
+        for g in r["groups"]:
+            out.append(f"| {name} | {g['name']} | {g['kernels']} | {g['launches_per_run']:g} | {_f(g['unfused_ms'])} "
+                       f"| {_f(g['fused_uo_ms'])} | {_f(g['fused_o_ms'])} | {_x(g['speedup_uo'])} "
+                       f"| {_x(g['speedup_o'])} |")
+    out += ["", "## Ours next to the paper (PyFuser Table 5, CPU speedups UO/O)", "",
+            "| subject | ours: group (# kernels) UO/O | paper: kernel (# kernels) Xeon UO/O, EPYC UO/O |",
+            "|---|---|---|"]
+    for name, r in subs.items():
+        ours = "; ".join(f"{g['name']} ({g['kernels']}) {_x(g['speedup_uo'])}/{_x(g['speedup_o'])}"
+                         for g in r["groups"]) or "no fused group"
+        paper = "; ".join(f"{k} ({n}) {a:.2f}/{b:.2f}, {c:.2f}/{d:.2f}"
+                          for k, n, a, b, c, d in TABLE5_CPU.get(name, []))
+        out.append(f"| {name} | {ours} | {paper or '(not in the paper)'} |")
+    out += ["", "## End to end (seconds per run, Python included, warm cache)", "",
+            "| subject | eager | traced only | fused UO | fused O | fused O vs eager | tracing overhead | "
+            "fusion analysis (ms/run) | NumPy | check |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in subs.items():
+        out.append(f"| {name} | {_s(r['eager_s'])} | {_s(r['trace_s'])} | {_s(r['fused_uo_s'])} | {_s(r['fused_s'])} "
+                   f"| {_x(r['fused_vs_eager_speedup'])} | {r['trace_overhead_pct']:+.1f}% | {_s(r['analysis_ms'])} "
+                   f"| {_s(r.get('numpy_s'))} | {r.get('validation', '-')} |")
+    ablated = [(n, g) for n, r in subs.items() for g in r["groups"] if "ablation" in g]
+    if ablated:
+        names = list(ablated[0][1]["ablation"])
+        out += ["", "## Transform ablation: fused kernel ms (speedup over unfused)", "",
+                "| subject | group | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+        for n, g in ablated:
+            cells = [f"{_f(a['ms'])} ({_x(a['speedup'])})" for a in g["ablation"].values()]
+            out.append(f"| {n} | {g['name']} | " + " | ".join(cells) + " |")
+    c = data.get("compile")
+    if c:
+        out += ["", f"## Compile vs cache load ({c['subject']}, size {c['size']}, fused O, fresh processes)", "",
+                "| cache | first run s | steady run s | kernels compiled | cache hits | process s |",
+                "|---|---|---|---|---|---|"]
+        for phase in ("cold", "warm"):
+            p = c[phase]
+            out.append(f"| {phase} | {p['first_s']:.3f} | {p['steady_s']:.3f} | {p['compiles']} | {p['cache_hits']} "
+                       f"| {p['process_s']:.2f} |")
+        out.append(f"\nCompiling costs {c['compile_s']:.2f} s; loading the same kernels from the cache "
+                   f"{c['cache_load_s'] * 1e3:.0f} ms.")
+    if data.get("skipped"):
+        out += ["", "## Skipped", ""] + [f"- {n}: {why}" for n, why in data["skipped"].items()]
+    return "\n".join(out) + "\n"
+
+
+def write_json(data: dict, path: str) -> None:
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=1, default=str)
+
+
+def plot(data: dict, path: str) -> None:
+    """Bars of UO and O speedup per fused group; the dashed line is 1 (no gain)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(f"{n}: {g['name']}", g["speedup_uo"] or float("nan"), g["speedup_o"] or float("nan"))
+            for n, r in data["subjects"].items() for g in r["groups"]]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(rows) + 2), 5))
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r[1] for r in rows], 0.4, label="fused UO (no transforms)")
+    ax.bar([x + 0.2 for x in xs], [r[2] for r in rows], 0.4, label="fused O (all transforms)")
+    ax.axhline(1.0, color="k", linestyle="--", linewidth=0.8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([r[0][:40] for r in rows], rotation=60, ha="right", fontsize=7)
+    ax.set_yscale("log")  # speedups span 0.5x to hundreds on a loaded machine
+    ax.set_ylabel("speedup over unfused kernels (log scale)")
+    ax.set_title(f"kfuse fusion speedup per fused group ({data['machine']['cpus_usable']} CPUs, size {data['size']})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

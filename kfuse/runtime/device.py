@@ -1,0 +1,108 @@
+"""Device copies of Views for GPU execution spaces (Cuda), moved only when the other side needs them.
+
+A View's memory is NumPy memory on the host. The first time a GPU kernel uses it, kfuse allocates a
+device buffer mirroring the whole host allocation it belongs to (the root NumPy buffer, so subviews and
+Views sharing a buffer share one mirror and keep their offsets and strides), and copies it over.
+After that, data moves only at barriers:
+- before a GPU launch, a mirror whose host side changed is copied to the device;
+- a GPU kernel that writes a View marks its mirror "device newer";
+- a host access to the View (the same barrier the tracer uses) copies a "device newer" mirror back,
+  and a host write marks the mirror "host newer".
+Plain NumPy arrays passed straight to a GPU kernel have no barrier of their own, so they are copied in
+before and out after every launch. No unified memory is used.
+"""
+from __future__ import annotations
+
+import ctypes
+import weakref
+
+import numpy as np
+
+HOST, DEVICE, BOTH = "host", "device", "both"
+
+
+class Mirror:
+    __slots__ = ("host_ptr", "nbytes", "device_ptr", "state", "__weakref__")
+
+    def __init__(self, host_ptr: int, nbytes: int, device_ptr: int):
+        self.host_ptr = host_ptr
+        self.nbytes = nbytes
+        self.device_ptr = device_ptr
+        self.state = HOST
+
+
+_mirrors: dict = {}  # root buffer address -> Mirror
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _lib():
+    from .kokkos_runtime import ensure_initialized
+
+    return ensure_initialized()
+
+
+def _mirror_for(view) -> Mirror:
+    root = _root(view._array)
+    address = root.__array_interface__["data"][0]
+    mirror = _mirrors.get(address)
+    if mirror is None:
+        lib = _lib()
+        nbytes = max(root.nbytes, 1)
+        device_ptr = lib.kfuse_device_malloc(nbytes)
+        if not device_ptr:
+            raise MemoryError(f"could not allocate {nbytes} bytes of device memory")
+        mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
+        weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits a mirror
+    return mirror
+
+
+def _release(address: int, device_ptr: int) -> None:
+    mirror = _mirrors.pop(address, None)
+    from . import kokkos_runtime
+
+    if mirror is not None and kokkos_runtime.is_running():
+        kokkos_runtime.library().kfuse_device_free(ctypes.c_void_p(device_ptr))
+
+
+def release_all() -> None:
+    """Free every device buffer before Kokkos is finalised (at exit)."""
+    for address, mirror in list(_mirrors.items()):
+        _release(address, mirror.device_ptr)
+
+
+def device_pointer(view, writes: bool) -> int:
+    """The device address of ``view``'s first element, with the device copy brought up to date."""
+    mirror = _mirror_for(view)
+    if mirror.state == HOST:
+        _lib().kfuse_copy_to_device(ctypes.c_void_p(mirror.device_ptr), ctypes.c_void_p(mirror.host_ptr),
+                                    mirror.nbytes)
+        mirror.state = BOTH
+    if writes:
+        mirror.state = DEVICE
+    return mirror.device_ptr + (view.ptr - mirror.host_ptr)
+
+
+def copy_back(view) -> None:
+    mirror = _mirrors.get(_root(view._array).__array_interface__["data"][0])
+    if mirror is not None and mirror.state == DEVICE:
+        _lib().kfuse_copy_to_host(ctypes.c_void_p(mirror.host_ptr), ctypes.c_void_p(mirror.device_ptr),
+                                  mirror.nbytes)
+        mirror.state = BOTH
+
+
+def host_access(view, write: bool) -> None:
+    """Barrier for host access: fetch device-newer data; a host write makes the device copy stale."""
+    if not _mirrors:
+        return
+    mirror = _mirrors.get(_root(view._array).__array_interface__["data"][0])
+    if mirror is None:
+        return
+    if mirror.state == DEVICE:
+        copy_back(view)
+    if write:
+        mirror.state = HOST
