@@ -33,17 +33,18 @@ SIZES = {"small": (2000, 1000, 16, 3), "medium": (200_000, 100_000, 32, 4), "lar
 def class_means(c, j, theta, XT, y, counts):
     s = 0.0
     for i in range(XT.extent(1)):
-        s += XT[j][i] if y[i] == c else 0.0  # a select, not a branch: labels come in random order
+        if y[i] == c:
+            s += XT[j][i]
     theta[c][j] = s / counts[c]
 
 
 @pk.workunit
 def class_vars(c, j, var, XT, y, theta, counts):
     q = 0.0
-    mu = theta[c][j]
     for i in range(XT.extent(1)):
-        d = XT[j][i] - mu
-        q += d * d if y[i] == c else 0.0
+        if y[i] == c:
+            d = XT[j][i] - theta[c][j]
+            q += d * d
     var[c][j] = q / counts[c]
 
 

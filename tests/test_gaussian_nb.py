@@ -17,6 +17,15 @@ _spec.loader.exec_module(gnb)
 MODES = pytest.mark.parametrize("fusion", [False, True], ids=["eager", "fusion"])
 
 
+@pytest.fixture(autouse=True)
+def eager_by_default(monkeypatch):
+    """Eager unless a test turns fusion on, whatever KFUSE_FUSION says; never leave tracing on."""
+    monkeypatch.delenv("KFUSE_FUSION", raising=False)
+    pk.disable_fusion()
+    yield
+    pk.disable_fusion()
+
+
 def unequal_classes(seed=3):
     """Four classes of very different sizes, labels that are not 0..k-1, features on different scales."""
     rng = np.random.default_rng(seed)
@@ -82,3 +91,10 @@ def test_var_smoothing_dominates_tiny_variances():
     assert np.isfinite(jll).all()
     np.testing.assert_allclose(jll, ref.predict_joint_log_proba(X), rtol=1e-12)
 
+
+
+def test_script_runs_from_the_command_line(capsys):
+    gnb.main(["--size", "small", "--repeat", "1", "--fusion"])
+    out = capsys.readouterr().out
+    assert out.startswith("run 0: ") and "fusion=True" in out
+    assert float(out.split("test accuracy=")[1].split()[0]) > 0.8

@@ -14,6 +14,15 @@ A2 = RNG.standard_normal((13, 11))
 B2 = RNG.standard_normal((13, 11))
 
 
+@pytest.fixture(autouse=True)
+def eager_by_default(monkeypatch):
+    """Eager unless a test turns fusion on, whatever KFUSE_FUSION says; never leave tracing on."""
+    monkeypatch.delenv("KFUSE_FUSION", raising=False)
+    pk.disable_fusion()
+    yield
+    pk.disable_fusion()
+
+
 def close(got, want, rtol=1e-13, atol=0.0):
     got = np.asarray(got)
     assert got.shape == np.shape(want)
@@ -147,7 +156,12 @@ def test_copy_and_fill():
     c = pk.copy(v)
     assert c is not v and c.shape == v.shape
     close(c, A2)
-    close(pk.copy(A2.T), A2.T)
+    t = pk.copy(A2.T)  # a transpose into new, contiguous memory
+    assert t.layout == "right"
+    close(t, A2.T)
+    into = pk.from_numpy(np.zeros((11, 13)).T)
+    assert pk.copy(A2, out=into) is into
+    close(into, A2)
     assert pk.fill(v, 2.5) is v
     close(v, np.full(A2.shape, 2.5))
     target = pk.from_numpy(np.zeros((4, 6)).T)  # strided

@@ -364,6 +364,16 @@ def test_waw_last_writer_wins(tracing):
     assert pending() == 0
 
 
+def test_waw_when_only_the_later_writer_is_needed(traced_only):
+    """Reading the scan's total runs the scan; the earlier writer of its output must run first."""
+    x, y, z = view_of(X0), view_of(Y0), pk.View(N)
+    pk.parallel_for(N, k_scale, x=x, y=z)
+    t = pk.parallel_scan(N, k_scan, x=y, y=z)
+    assert float(t) == pytest.approx(Y0.sum(), rel=1e-13)
+    assert pending() == 0
+    np.testing.assert_allclose(np.asarray(z), np.cumsum(Y0) / np.arange(1, N + 1), rtol=1e-13)
+
+
 def _host_writes():
     def via_asarray(v):
         np.asarray(v)[3] = 100.0

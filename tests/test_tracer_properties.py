@@ -32,6 +32,8 @@ PROGRAMS = {
                              Read("a", "asarray")],
     "waw": [Call("scale", ("a", "c")), Call("stencil", ("b", "c")), Call("axpy", ("a", "c"), 2.0),
             Call("scale", ("b", "c")), Read("c", "iter")],
+    "waw_future_needs_only_later_writer": [Call("scale", ("a", "c")), Call("scan", ("b", "c")), UseResult(0, "float"),
+                                           Read("c", "asarray")],
     "host_setitem_between": [Call("scale", ("a", "b")), Write("a", "setitem", 7.0, 3), Call("scale", ("a", "c")),
                              Read("c", "asarray"), Read("b", "asarray")],
     "host_fill_between": [Call("stencil", ("b", "c")), Write("b", "fill", -1.0), Call("axpy", ("b", "c"), 1.0)],

@@ -22,6 +22,11 @@ T, N = 8, 6
 S = 1.5
 
 
+@pk.workunit
+def spread(i: int, A_s0: float, d: int, A: pk.View1D[pk.double]):
+    A[i] = A_s0 * A.extent(d)  # a scalar named like a stride, and an extent of a run-time dimension
+
+
 @pytest.fixture(autouse=True)
 def _eager_and_default_transforms(monkeypatch):
     monkeypatch.delenv("KFUSE_FUSION", raising=False)
@@ -99,12 +104,12 @@ def test_figure2_one_loop_one_param_per_array_restrict_and_one_read_of_b():
     params, body = kf_body(source)
 
     # one parameter per distinct array and scalar (plus each pointer's strides and extents)
-    user = [n for n in params if not re.search(r"_[se]\d$", n)]
+    user = [n for n in params if not n.startswith("kf_")]
     assert user == ["i0", "k0_N", "k0_S", "k0_A", "k0_B", "k1_C"]
     assert not re.search(r"\bk1_[NSAB]\b", source)
     assert restricted(params) == ["k0_A", "k0_B", "k1_C"] and source.count("__restrict__") == 3
-    assert sorted(n for n in params if re.search(r"_s\d$", n)) == \
-        ["k0_A_s0", "k0_A_s1", "k0_B_s0", "k0_B_s1", "k1_C_s0", "k1_C_s1"]
+    assert sorted(n for n in params if re.fullmatch(r"kf_\w+_s\d", n)) == \
+        ["kf_k0_A_s0", "kf_k0_A_s1", "kf_k0_B_s0", "kf_k0_B_s1", "kf_k1_C_s0", "kf_k1_C_s1"]
     # the functor holds each array once, and the launch buffer has one pointer + extents per array
     assert len(re.findall(r"^  Kokkos::View<double\*\*", source, re.M)) == 3
     assert len(generate(kernel.source, kernel.spec, "x", kernel.restrict).slot_format) == 2 + 2 + 3 * 3
@@ -166,3 +171,15 @@ def test_same_array_twice_without_argument_fusion_is_not_restrict(tmp_path, monk
     assert view_refs(params) == ["k0_A", "k0_B", "k1_A", "k1_B"]
     assert element_uses(body, "k1_A") == 1 and element_uses(body, "k0_A") == 1
     assert loops(body) == 2  # k0_N and k1_N are not known equal without argument fusion
+
+
+def test_restrict_pointer_names_and_run_time_extents_compile():
+    A, B = pk.View(T), pk.View(T)
+    calls = [call(spread, T, A_s0=0.5, d=0, A=A), call(spread, T, A_s0=2.0, d=0, A=B)]
+    kernel = transformed(fused(*calls), *manager.NAMES)
+    params, body = kf_body(cpp(kernel))
+    assert restricted(params) == ["k0_A", "k1_A"]
+    assert {"k0_A_s0", "kf_k0_A_s0", "kf_k0_A_e0"} <= set(params)
+    got = check_results(calls, kernel, [A, B])
+    np.testing.assert_array_equal(got[0], np.full(T, 0.5 * T))
+    np.testing.assert_array_equal(got[1], np.full(T, 2.0 * T))

@@ -172,8 +172,9 @@ def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):
         c = ident(name)
         if c in restrict:
             params.append(f"{t.dtype.cpp}* __restrict__ {c}")
-            params += [f"const int64_t {c}_s{d}" for d in range(t.ndim)]
-            params += [f"const int64_t {c}_e{d}" for d in range(t.ndim)]
+            # kf_-prefixed: a user name like 'A_s0' would clash with '<A>_s0' (fix, tests; ident() keeps kf_ free)
+            params += [f"const int64_t kf_{c}_s{d}" for d in range(t.ndim)]
+            params += [f"const int64_t kf_{c}_e{d}" for d in range(t.ndim)]
             call.append(f"{c}.data()")
             call += [f"static_cast<int64_t>({c}.stride({d}))" for d in range(t.ndim)]
             call += [f"static_cast<int64_t>({c}.extent({d}))" for d in range(t.ndim)]

@@ -568,7 +568,7 @@ class BodyTranslator:
             code, t = self.expr(base.value)
             if isinstance(t, ArgType) and len(indices) == 1:
                 dim, _ = self.expr(indices[0])
-                return self.extent(code, dim), I64
+                return self.extent(code, dim, t.ndim), I64
         code, t = self.expr(base)
         if not isinstance(t, ArgType):
             raise self.type_error(f"'{ast.unparse(base)}' is not a View and cannot be indexed", node)
@@ -589,16 +589,21 @@ class BodyTranslator:
         """One element of a View; a __restrict__ pointer (restrict transform) is indexed with its strides."""
         if code not in self.restrict:
             return f"{code}({', '.join(idx)})"
-        terms = [f"({c}) * {code}_s{d}" for d, c in enumerate(idx)]
+        terms = [f"({c}) * kf_{code}_s{d}" for d, c in enumerate(idx)]
         if t.layout == "right":
             terms[-1] = f"({idx[-1]})"  # unit stride, known to the compiler
         return f"{code}[{' + '.join(terms)}]"
 
-    def extent(self, code: str, dim: str) -> str:
+    def extent(self, code: str, dim: str, ndim: int) -> str:
         if code not in self.restrict:
             return f"static_cast<int64_t>({code}.extent({dim}))"
-        return f"({dim} == 0 ? {code}_e0 : {dim} == 1 ? {code}_e1 : {code}_e2)" if not dim.isdigit() \
-            else f"{code}_e{dim}"
+        if dim.isdigit():
+            return f"kf_{code}_e{dim}"
+        # a run-time dimension picks among this View's own extents (fix, tests: a 1-D View named _e1, _e2)
+        choice = f"kf_{code}_e{ndim - 1}"
+        for d in range(ndim - 2, -1, -1):
+            choice = f"({dim} == {d} ? kf_{code}_e{d} : {choice})"
+        return choice
 
     def expr_Subscript(self, node):
         return self.subscript(node)
@@ -656,7 +661,7 @@ class BodyTranslator:
             code, t = self.expr(node.args[0])
             if not isinstance(t, ArgType):
                 raise self.type_error("len() of a non-View", node)
-            return self.extent(code, "0"), I64
+            return self.extent(code, "0", t.ndim), I64
         if name == "range":
             raise self.unsupported("range() outside a for loop", node)
         raise self.unsupported(f"call to '{name}'", node)
@@ -673,7 +678,7 @@ class BodyTranslator:
         if isinstance(t, ArgType):
             if func.attr == "extent":
                 (dim, _), = self._scalar_args(node, 1)
-                return self.extent(code, dim), I64
+                return self.extent(code, dim, t.ndim), I64
             if func.attr == "rank":
                 return str(t.ndim), I64
         raise self.unsupported(f"method call '{ast.unparse(func)}'", node)
