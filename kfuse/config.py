@@ -47,7 +47,10 @@ CACHE_DIR = Setting("KFUSE_CACHE_DIR", _default_cache_dir(), "Where compiled ker
 KOKKOS_ROOT = Setting(
     "KFUSE_KOKKOS_ROOT", "", "Kokkos install (include/, lib/) to compile against; default: the one pykokkos-base "
     "installed in this Python environment.", True)
-CXX = Setting("KFUSE_CXX", "g++", "Host C++ compiler.", True)
+CXX = Setting("KFUSE_CXX", "g++", "C++ compiler (default: g++, or Kokkos's nvcc_wrapper / hipcc for a GPU Kokkos).",
+              True)
+GPU_ARCH = Setting("KFUSE_GPU_ARCH", "", "GPU architecture for nvcc (-arch, e.g. sm_90) or hipcc (--offload-arch); "
+                   "default: the compiler's own (nvcc_wrapper's default_arch).", True)
 OPT_FLAGS = Setting("KFUSE_OPT_FLAGS", "-O3", "Optimisation flags for kernels.", True)
 FUSION = Setting("KFUSE_FUSION", "auto", "0 forces eager execution, 1 traces and fuses an unmodified program.",
                  False, _tristate)
@@ -60,4 +63,4 @@ DEBUG = Setting("KFUSE_DEBUG", "0", "Show kfuse's internal frames in errors and 
 NUM_THREADS = Setting("KFUSE_NUM_THREADS", "-1", "OpenMP threads for Kokkos (-1: Kokkos decides).", False, int)
 VERBOSE = Setting("KFUSE_VERBOSE", "0", "Log compiles and cache hits to stderr.", False, _flag)
 
-ALL = (CACHE_DIR, KOKKOS_ROOT, CXX, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, NUM_THREADS, VERBOSE)
+ALL = (CACHE_DIR, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, NUM_THREADS, VERBOSE)

@@ -87,8 +87,12 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         joins = " ".join(f"dst.a{i} += src.a{i};" for i in range(len(spec.accs)))
         value_type = (f"  struct value_type {{ {fields} }};\n"
                       f"  KOKKOS_INLINE_FUNCTION void init(value_type& v) const {{ {inits} }}\n"
+                      "#if KOKKOS_VERSION >= 40000\n"  # Kokkos 4 dropped volatile joins; 3.x requires them
+                      f"  KOKKOS_INLINE_FUNCTION void join(value_type& dst, const value_type& src) const {{ {joins} }}\n"
+                      "#else\n"
                       f"  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dst, const volatile value_type& src)"
-                      f" const {{ {joins} }}\n")
+                      f" const {{ {joins} }}\n"
+                      "#endif\n")
     elif spec.op == "scan":
         sig += [f"{spec.accs[0].cpp}& {ident(acc_names[0])}", f"const bool {ident(flag_names[0])}"]
         value_type = f"  using value_type = {spec.accs[0].cpp};\n"

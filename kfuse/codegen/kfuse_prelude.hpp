@@ -11,7 +11,7 @@
 #include <type_traits>
 
 template <class T>
-KOKKOS_INLINE_FUNCTION T kf_slot(const char* args, int i) {
+inline T kf_slot(const char* args, int i) {  // host only: unpacks the launch buffer
   T v;
   std::memcpy(&v, args + 8 * i, sizeof(T));
   return v;

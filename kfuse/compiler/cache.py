@@ -109,7 +109,7 @@ def build(name: str, source: str) -> Artifact:
     tmp = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=_tmp_dir()))
     try:
         (tmp / "kernel.cpp").write_text(source)
-        pch = _ensure_pch(tc)
+        pch = _ensure_pch(tc) if tc.uses_pch else None
         include = ["-include", str(pch) if pch else str(tc_mod.PRELUDE)]
         cmd = [tc.cxx, *tc.compile_flags, *include, "-shared", str(tmp / "kernel.cpp"), "-o",
                str(tmp / "kernel.so"), *tc.link_flags]

@@ -31,10 +31,29 @@ class Toolchain:
     kokkos_version: str
     backends: tuple
     opt_flags: tuple
+    arch: str = ""
+
+    @property
+    def device(self) -> str:
+        """The GPU backend this Kokkos was built with ("CUDA", "HIP") or "" for a host-only Kokkos."""
+        return next((b for b in ("CUDA", "HIP") if b in self.backends), "")
+
+    @property
+    def uses_pch(self) -> bool:
+        """g++ precompiled headers; nvcc and hipcc get the prelude as a plain -include."""
+        return not self.device
 
     @property
     def compile_flags(self) -> list[str]:
-        return [*self.opt_flags, "-std=c++17", "-fopenmp", "-fPIC", "-w", f"-I{self.include_dir}"]
+        common = [*self.opt_flags, "-std=c++17", "-w", f"-I{self.include_dir}"]
+        if self.device == "CUDA":  # through Kokkos's nvcc_wrapper: host flags are forwarded to the host compiler
+            arch = [f"-arch={self.arch}"] if self.arch else []
+            return [*common, *arch, "--expt-relaxed-constexpr", "--expt-extended-lambda", "-fopenmp",
+                    "-Xcompiler", "-fPIC"]
+        if self.device == "HIP":  # generated, not tested here (no AMD GPU)
+            arch = [f"--offload-arch={self.arch}"] if self.arch else []
+            return [*common, *arch, "-fopenmp", "-fPIC"]
+        return [*common, "-fopenmp", "-fPIC"]
 
     @property
     def link_flags(self) -> list[str]:
@@ -47,13 +66,26 @@ class Toolchain:
                          ",".join(self.backends), " ".join(self.compile_flags), " ".join(self.link_flags)])
 
 
+def _compiler_for(base: Path, backends: tuple, cxx: str) -> str:
+    """Kokkos built for a GPU must be compiled with its GPU compiler: nvcc_wrapper (installed with Kokkos)
+    or hipcc. An explicit KFUSE_CXX other than the default wins."""
+    if cxx != config.CXX.default:
+        return cxx
+    if "CUDA" in backends:
+        wrapper = base / "bin" / "nvcc_wrapper"
+        return str(wrapper) if wrapper.exists() else "nvcc_wrapper"
+    if "HIP" in backends:
+        return "hipcc"
+    return cxx
+
+
 def _kokkos_root() -> Path:
     root = config.KOKKOS_ROOT.get()
     return Path(root) if root else Path(sys.prefix)
 
 
 @functools.lru_cache(maxsize=None)
-def _detect(root: str, cxx: str, opt: str) -> Toolchain:
+def _detect(root: str, cxx: str, opt: str, arch: str) -> Toolchain:
     base = Path(root)
     include = next((d for d in (base / "include" / "kokkos", base / "include") if (d / "Kokkos_Core.hpp").exists()),
                    None)
@@ -65,17 +97,18 @@ def _detect(root: str, cxx: str, opt: str) -> Toolchain:
     version = re.search(r"#define KOKKOS_VERSION (\d+)", config_h)
     backends = tuple(b for b in ("SERIAL", "OPENMP", "CUDA", "HIP", "THREADS")
                      if re.search(rf"^#define KOKKOS_ENABLE_{b}\b", config_h, re.M))
+    cxx = _compiler_for(base, backends, cxx)
     compiler = shutil.which(cxx)
     if compiler is None:
         raise KfuseError(f"C++ compiler '{cxx}' not found (set KFUSE_CXX)")
     first = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()
     return Toolchain(cxx=compiler, cxx_version=first[0] if first else "?", include_dir=str(include),
                      lib_dir=str(lib), kokkos_version=version.group(1) if version else "?", backends=backends,
-                     opt_flags=tuple(opt.split()))
+                     opt_flags=tuple(opt.split()), arch=arch)
 
 
 def current() -> Toolchain:
-    return _detect(str(_kokkos_root()), config.CXX.get(), config.OPT_FLAGS.get())
+    return _detect(str(_kokkos_root()), config.CXX.get(), config.OPT_FLAGS.get(), config.GPU_ARCH.get())
 
 
 def pch_key(tc: Toolchain) -> str:

@@ -44,6 +44,13 @@ extern "C" int kfuse_copy_to_device(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice); }
 extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost); }
+#elif defined(KOKKOS_ENABLE_HIP)  // generated, not tested here (no AMD GPU)
+extern "C" void* kfuse_device_malloc(size_t n) { void* p = nullptr; return hipMalloc(&p, n) == hipSuccess ? p : nullptr; }
+extern "C" void kfuse_device_free(void* p) { (void)hipFree(p); }
+extern "C" int kfuse_copy_to_device(void* dst, const void* src, size_t n) {
+  Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyHostToDevice); }
+extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
+  Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyDeviceToHost); }
 #else
 extern "C" void* kfuse_device_malloc(size_t) { return nullptr; }
 extern "C" void kfuse_device_free(void*) {}
