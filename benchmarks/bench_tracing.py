@@ -8,19 +8,22 @@ Prints medians over ``--repeats``:
     an unrelated View (walks everything, takes nothing) and a read that needs every entry (a chain);
 (c) end-to-end time of a time-step loop, eager vs traced-without-fusion (each partition runs call by
     call through the runner), for small kernels (launch-bound) and large ones (memory-bound), and the
-    overhead of tracing in percent.
+    overhead of tracing in percent. On a small shared machine the launch-bound loop depends strongly on how
+    idle OpenMP threads wait (OMP_WAIT_POLICY): try ``OMP_WAIT_POLICY=passive`` and ``KFUSE_NUM_THREADS=1``.
 
     .venv/bin/python benchmarks/bench_tracing.py [--repeats 7] [--calls 4000] [--small 1000] [--large 4000000]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
 import numpy as np
 
 import kfuse as pk
+from kfuse.runtime import kokkos_runtime
 from kfuse.tracer import api
 
 
@@ -137,6 +140,8 @@ def main() -> None:
     ap.add_argument("--large", type=int, default=4_000_000, help="elements per View, memory-bound loop")
     args = ap.parse_args()
     pk.disable_fusion()
+    print(f"OpenMP threads {kokkos_runtime.concurrency()}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, "
+          f"load average {os.getloadavg()[0]:.2f}")
 
     traced_us, log_us, eager_us = logging_cost(args.calls, args.repeats)
     print(f"(a) per parallel_for: traced {traced_us:.2f} us (of which Tracer.log {log_us:.2f} us), "

@@ -312,7 +312,7 @@ def test_args_never_merges_a_scalar_the_body_reassigns():
     np.testing.assert_array_equal(got[0], start + 6.0)  # each body counts its own n down
 
 
-# --- loop fusion ---------------------------------------------------------------------------------------------------
+# --- loop fusion -------------------------------------------------------------------------------------------------
 def test_loops_merges_figure2_once_args_merged_the_bounds():
     A, B, C = pk.View((T, N)), view((T, N), 1), pk.View((T, N))
     kernel = fused(*fig2(A, B, C))
@@ -408,7 +408,7 @@ def test_loops_refuses_a_body_that_reassigns_the_loop_variable():
     np.testing.assert_array_equal(got[1], 1.5 + np.asarray(B))
 
 
-# --- restrict ----------------------------------------------------------------------------------------------------------
+# --- restrict ----------------------------------------------------------------------------------------------------
 def test_restrict_marks_every_distinct_array_after_argument_fusion():
     A, B, C = pk.View((T, N)), view((T, N), 1), pk.View((T, N))
     kernel = transformed(fused(*fig2(A, B, C)), "args")
@@ -444,7 +444,7 @@ def test_restrict_of_nothing_is_not_a_modification():
     check_pass(restrict_pass.run, fused(call(scale, T, x=a, y=a.subview(slice(None)))), False)
 
 
-# --- redundant-access elimination ----------------------------------------------------------------------------------
+# --- redundant-access elimination --------------------------------------------------------------------------------
 def test_memory_reads_b_once_and_forwards_a_in_figure2():
     A, B, C = pk.View((T, N)), view((T, N), 1), pk.View((T, N))
     calls = fig2(A, B, C)
@@ -588,7 +588,7 @@ def test_memory_index_read_from_an_array_that_changes():
     np.testing.assert_array_equal(got[1][:, 1:], np.full((T, 2), [5.0, 6.0]))
 
 
-# --- the manager -----------------------------------------------------------------------------------------------------
+# --- the manager -------------------------------------------------------------------------------------------------
 def test_manager_order_and_enabled_set(monkeypatch):
     A, B, C = pk.View((T, N)), view((T, N), 1), pk.View((T, N))
     kernel = fused(*fig2(A, B, C))

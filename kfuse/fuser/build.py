@@ -18,11 +18,12 @@ _MAX_NAME = 48
 
 
 def fused_name(calls) -> str:
+    """``add__mul``; long chains keep the first names (each cut to 24 characters) plus a hash of all."""
     name = "__".join(c.prepared.name for c in calls)
     if len(name) <= _MAX_NAME:
         return name
     digest = hashlib.sha1(name.encode()).hexdigest()[:8]
-    return f"{'__'.join(c.prepared.name for c in calls[:3])}__{len(calls)}k_{digest}"
+    return f"{'__'.join(c.prepared.name[:24] for c in calls[:3])}__{len(calls)}k_{digest}"
 
 
 def same_helper(a: KernelSource, b: KernelSource) -> bool:

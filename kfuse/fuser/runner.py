@@ -21,6 +21,7 @@ from .safety import pattern_of
 _uids = itertools.count(1)
 _plans: dict = {}
 _fused: dict = {}
+_MAX_CACHED = 4096  # plans/fused kernels kept; a program whose ranges change every step must not grow forever
 
 
 def _uid(prepared) -> int:
@@ -85,6 +86,8 @@ def _fused_kernel(group, args: tuple):
         kernel, _ = transforms.apply(kernel, names)
         compiled = CompiledKernel(generate(kernel.source, kernel.spec, name, kernel.restrict), kernel.spec,
                                   fused=True)
+        if len(_fused) >= _MAX_CACHED:
+            _fused.clear()  # compiled libraries stay cached on disk; this only drops in-process handles
         entry = _fused[key] = (compiled, kernel.arg_index)
     return entry
 
@@ -96,6 +99,8 @@ def run_partition(calls: list, fuse: bool = True) -> None:
         result = _plans.get(key)
         cached = result is not None
         if result is None:
+            if len(_plans) >= _MAX_CACHED:
+                _plans.clear()
             result = _plans[key] = planner.plan(calls)
     else:
         result, cached = planner.Plan(groups=[[i] for i in range(len(calls))]), False

@@ -44,12 +44,14 @@ def _assigned(tree) -> set:
 
 
 def _has_return(body) -> bool:
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.FunctionDef):
-                break
-            if isinstance(node, ast.Return):
-                return True
+    """A return reachable from the body itself (returns inside nested defs belong to those defs)."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            return True
+        if not isinstance(node, ast.FunctionDef):
+            stack.extend(ast.iter_child_nodes(node))
     return False
 
 
