@@ -60,7 +60,9 @@ TRANSFORMS = Setting("KFUSE_TRANSFORMS", "args,loops,restrict,memory",
 DUMP_DIR = Setting("KFUSE_DUMP_DIR", "", "Write the C++ of every kernel compiled or loaded into this folder.", False)
 DEBUG = Setting("KFUSE_DEBUG", "0", "Show kfuse's internal frames in errors and verify IR after each pass.", False,
                 _flag)
+DEFAULT_SPACE = Setting("KFUSE_DEFAULT_SPACE", "OpenMP", "Execution space of kernels launched without one: OpenMP, "
+                        "Serial, Debug, Cuda or HIP (pk.set_default_space overrides it).", True)
 NUM_THREADS = Setting("KFUSE_NUM_THREADS", "-1", "OpenMP threads for Kokkos (-1: Kokkos decides).", False, int)
 VERBOSE = Setting("KFUSE_VERBOSE", "0", "Log compiles and cache hits to stderr.", False, _flag)
 
-ALL = (CACHE_DIR, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, NUM_THREADS, VERBOSE)
+ALL = (CACHE_DIR, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE)

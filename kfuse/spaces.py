@@ -15,7 +15,18 @@ class ExecutionSpace(enum.Enum):
     Default = "Default"
 
 
-_default = ExecutionSpace.OpenMP
+def _from_setting() -> ExecutionSpace:
+    from . import config
+
+    name = config.DEFAULT_SPACE.get()
+    try:
+        return ExecutionSpace[name]
+    except KeyError:
+        raise ValueError(f"KFUSE_DEFAULT_SPACE={name!r}: choose one of "
+                         + ", ".join(s.name for s in ExecutionSpace if s is not ExecutionSpace.Default)) from None
+
+
+_default = _from_setting()
 
 
 def set_default_space(space: ExecutionSpace) -> None:

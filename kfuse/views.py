@@ -161,3 +161,13 @@ def array(obj) -> View:
 
 def from_numpy(obj) -> View:
     return View.from_numpy(np.asarray(obj))
+
+
+class NumpyArgument(View):
+    """A View made on the fly for a NumPy array passed straight to a kernel.
+
+    The program may change that array behind kfuse's back (no barrier sees it), so device launches copy
+    it in before and out after every launch instead of keeping a device copy current.
+    """
+
+    __slots__ = ()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+
+from ..spaces import ExecutionSpace, get_default_space, set_default_space
 
 from . import measure, report, subjects
 from .paper import TABLE5_CPU
@@ -20,10 +23,15 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat (checks the bench runs)")
     parser.add_argument("--compile-subject", default="paper_fig2",
                         help="subject timed cold vs warm cache in fresh processes ('none' to skip)")
+    parser.add_argument("--space", choices=("OpenMP", "Serial", "Cuda", "HIP"), default=None,
+                        help="execution space of every kernel (default: KFUSE_DEFAULT_SPACE, else OpenMP)")
     args = parser.parse_args(argv)
+    if args.space:  # the environment too, so the cold/warm compile subprocesses use the same space
+        os.environ["KFUSE_DEFAULT_SPACE"] = args.space
+        set_default_space(ExecutionSpace[args.space])
     size, repeat = ("smoke", 1) if args.smoke else (args.size, args.repeat)
     names = [n.strip() for n in args.subjects.split(",") if n.strip()]
-    data = {"machine": report.machine(), "size": size, "repeat": repeat, "subjects": {}, "skipped": {},
+    data = {"machine": {**report.machine(), "space": get_default_space().value}, "size": size, "repeat": repeat, "subjects": {}, "skipped": {},
             "paper_table5_cpu": TABLE5_CPU}
     start = time.perf_counter()
     for name in names:

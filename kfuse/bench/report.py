@@ -17,7 +17,20 @@ def machine() -> dict:
             "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "kfuse_num_threads": config.NUM_THREADS.get(), "load_average_1min": os.getloadavg()[0],
             "compiler": tc.cxx_version, "opt_flags": " ".join(tc.opt_flags), "kokkos_version": tc.kokkos_version,
-            "kokkos_backends": list(tc.backends)}
+            "kokkos_backends": list(tc.backends), "gpu": _gpu() if tc.device else None}
+
+
+def _gpu() -> str | None:
+    """GPU name, driver and CUDA compiler version, as nvidia-smi and nvcc report them."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return None
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return f"{smi}; {nvcc[-1] if nvcc else 'nvcc ?'}"
 
 
 def _f(x, digits=3) -> str:
@@ -40,7 +53,8 @@ def markdown(data: dict) -> str:
            f"Machine: {m['platform']}, {m['cpus_usable']} usable CPUs of {m['cpu_count']}, "
            f"KFUSE_NUM_THREADS={m['kfuse_num_threads']}, load average {m['load_average_1min']:.1f} at start; "
            f"compiler: {m['compiler']} {m['opt_flags']}; Kokkos "
-           f"{m['kokkos_version']} ({', '.join(m['kokkos_backends'])}); Python {m['python']}.",
+           f"{m['kokkos_version']} ({', '.join(m['kokkos_backends'])}); Python {m['python']}; execution space "
+           f"{m.get('space', 'OpenMP')}{'; GPU: ' + m['gpu'] if m.get('gpu') else ''}.",
            f"Size `{data['size']}`, {data['repeat']} timed repeats after a warm-up; medians with [min-max].", ""]
     subs = data["subjects"]
     out += ["## Fused groups: kernel time per launch (C++-timed, ms)", "",

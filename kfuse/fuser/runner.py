@@ -11,7 +11,8 @@ import time
 
 from ..codegen.kernel import generate
 from ..errors import KfuseError
-from ..runtime.dispatch import execute, raise_deferred
+from ..frontend.access import summarize
+from ..runtime.dispatch import execute, raise_deferred, writes_of
 from ..runtime.launch import CompiledKernel, policy_slots
 from ..transforms import manager as transforms
 from ..transforms.ir import FusedKernel, scalar_key
@@ -85,7 +86,7 @@ def _fused_kernel(group, args: tuple):
         kernel = FusedKernel(source, spec, tuple(range(len(args))), args)
         kernel, _ = transforms.apply(kernel, names)
         compiled = CompiledKernel(generate(kernel.source, kernel.spec, name, kernel.restrict), kernel.spec,
-                                  fused=True)
+                                  fused=True, writes=writes_of(summarize(kernel.source, kernel.spec), kernel.spec))
         if len(_fused) >= _MAX_CACHED:
             _fused.clear()  # compiled libraries stay cached on disk; this only drops in-process handles
         entry = _fused[key] = (compiled, kernel.arg_index)

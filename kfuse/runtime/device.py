@@ -18,6 +18,9 @@ import weakref
 
 import numpy as np
 
+from .. import views
+from ..views import NumpyArgument
+
 HOST, DEVICE, BOTH = "host", "device", "both"
 
 
@@ -51,6 +54,7 @@ def _mirror_for(view) -> Mirror:
     address = root.__array_interface__["data"][0]
     mirror = _mirrors.get(address)
     if mirror is None:
+        _install_barrier()
         lib = _lib()
         nbytes = max(root.nbytes, 1)
         device_ptr = lib.kfuse_device_malloc(nbytes)
@@ -59,6 +63,24 @@ def _mirror_for(view) -> Mirror:
         mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
         weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits a mirror
     return mirror
+
+
+def _install_barrier() -> None:
+    """Chain the device barrier after the tracer's: pending kernels run first, then results come back."""
+    global _barrier_installed
+    if _barrier_installed:
+        return
+    previous = views.host_barrier
+
+    def barrier(view, write):
+        previous(view, write)
+        host_access(view, write)
+
+    views.set_host_barrier(barrier)
+    _barrier_installed = True
+
+
+_barrier_installed = False
 
 
 def _release(address: int, device_ptr: int) -> None:
@@ -85,6 +107,23 @@ def device_pointer(view, writes: bool) -> int:
     if writes:
         mirror.state = DEVICE
     return mirror.device_ptr + (view.ptr - mirror.host_ptr)
+
+
+def before_launch(args) -> None:
+    """NumPy arrays passed straight to a kernel may have changed on the host since the last launch."""
+    for a in args:
+        if isinstance(a, NumpyArgument):
+            mirror = _mirror_for(a)
+            if mirror.state == DEVICE:
+                copy_back(a)
+            mirror.state = HOST
+
+
+def after_launch(args, writes) -> None:
+    """Bring results for NumPy arrays passed straight to the kernel back at once (no barrier will)."""
+    for a, w in zip(args, writes):
+        if w and isinstance(a, NumpyArgument):
+            copy_back(a)
 
 
 def copy_back(view) -> None:

@@ -22,7 +22,7 @@ from ..frontend.workunit import Workunit
 from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, normalize as normalize_policy
 from ..tracer.future import Future
 from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
-from ..views import View
+from ..views import NumpyArgument, View
 from .launch import CompiledKernel, policy_slots
 
 #: The tracer installs itself here when fusion is on: an object with ``log(call)``.
@@ -37,12 +37,15 @@ class Prepared:
     source: KernelSource
     spec: KernelSpec
     name: str
+    generated: object = None  # the C++ (GeneratedKernel), made when specialising so errors show at the call
     _compiled: CompiledKernel | None = None
     _access: object = None
 
     def compiled(self) -> CompiledKernel:
         if self._compiled is None:
-            self._compiled = CompiledKernel(generate(self.source, self.spec, self.name), self.spec)
+            generated = self.generated or generate(self.source, self.spec, self.name)
+            self.generated = None  # a failed build is not remembered: the next call generates and tries again
+            self._compiled = CompiledKernel(generated, self.spec, writes=writes_of(self.access, self.spec))
         return self._compiled
 
     @property
@@ -111,7 +114,7 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
         value_dtype = value.dtype
         value = None
     if isinstance(value, np.ndarray):
-        value = View.from_numpy(value)
+        value = NumpyArgument.from_numpy(value)
     if isinstance(value, View):
         if annotation is not None and not isinstance(annotation, _ViewAnnotation):
             raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is annotated "
@@ -252,7 +255,7 @@ class _Binding:
         args, futures = [], []
         for i, ((name, t), v) in enumerate(zip(self.prepared.spec.params, values)):
             if t.is_view:
-                args.append(v if isinstance(v, View) else View.from_numpy(v))
+                args.append(v if isinstance(v, View) else NumpyArgument.from_numpy(v))
             elif isinstance(v, Future):
                 futures.append((i, v))
                 args.append(None)
@@ -267,7 +270,7 @@ def _converter(t: ArgType, value):
     An integer parameter never gets a float here: ``_arg_type`` rejects that when specialising.
     """
     if t.is_view:
-        return None if isinstance(value, View) else View.from_numpy
+        return None if isinstance(value, View) else NumpyArgument.from_numpy
     if isinstance(value, Future):
         return None  # bound once its value is known (KernelCall.bound_args)
     if t.dtype.is_float:
@@ -340,7 +343,17 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepare
     kind, rank = _kind(policy)
     spec = KernelSpec(op=op, policy=kind, rank=rank, params=arg_types, accs=_acc_dtype(wu, op, policy),
                       space=space.value)
-    return Prepared(wu, src, spec, wu.__name__)
+    prepared = Prepared(wu, src, spec, wu.__name__)
+    if space is not spaces.ExecutionSpace.Debug:
+        # Translate now (milliseconds, no compiler): an unsupported construct or a type error is reported at
+        # this call even when fusion delays the kernel, and its read/write sets are then known to be right.
+        prepared.generated = generate(src, spec, wu.__name__)
+    return prepared
+
+
+def writes_of(access: dict, spec: KernelSpec) -> tuple:
+    """Per parameter: does the kernel write this View (None for scalars)? Device launches need it."""
+    return tuple(access[n].write if t.is_view else None for n, t in spec.params)
 
 
 # --- execution --------------------------------------------------------------------------------

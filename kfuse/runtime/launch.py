@@ -13,7 +13,9 @@ from ..compiler import cache
 from ..errors import LaunchError
 from ..frontend.spec import KernelSpec
 from ..policies import MDRangePolicy, RangePolicy
-from . import kokkos_runtime, stats
+from . import device, kokkos_runtime, stats
+
+DEVICE_SPACES = ("Cuda", "HIP")
 
 _ERRLEN = 2048
 _err = ctypes.create_string_buffer(_ERRLEN)
@@ -27,7 +29,8 @@ profile: list | None = None
 class CompiledKernel:
     """A kernel library loaded into the process."""
 
-    def __init__(self, generated: GeneratedKernel, spec: KernelSpec, fused: bool = False):
+    def __init__(self, generated: GeneratedKernel, spec: KernelSpec, fused: bool = False, writes: tuple = ()):
+        """``writes``: per parameter, whether the kernel writes that View (device spaces keep copies coherent)."""
         kokkos_runtime.ensure_initialized()
         self.name = generated.name
         self.spec = spec
@@ -42,12 +45,19 @@ class CompiledKernel:
         n_results = len(generated.result_format)
         self._out = ctypes.create_string_buffer(max(8, 8 * n_results))
         self._unpack = struct.Struct("=" + generated.result_format).unpack_from if n_results else None
-        self.pack = _packer(struct.Struct("=" + generated.slot_format).pack, spec)
+        self.on_device = spec.space in DEVICE_SPACES
+        self.pack = _packer(struct.Struct("=" + generated.slot_format).pack, spec,
+                            writes if self.on_device else None)
+        self._writes = writes
 
     def launch(self, bounds: tuple, args: tuple):
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
+        if self.on_device:
+            device.before_launch(args)
         if self._fn(self.pack(bounds, args), self._out, _err, _errlen) != 0:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
+        if self.on_device:
+            device.after_launch(args, self._writes)
         stats.bump("kernels_launched")
         if self.fused:
             stats.bump("fused_kernels_launched")
@@ -61,7 +71,7 @@ class CompiledKernel:
         return self._last_ns.value * 1e-9
 
 
-def _packer(pack, spec: KernelSpec):
+def _packer(pack, spec: KernelSpec, device_writes: tuple | None = None):
     """``pack(bounds, args) -> bytes`` as one expression, built once per kernel so a launch runs no loop.
 
     Slots: the policy bounds, then per parameter its value, or a View's pointer and extents (and
@@ -72,10 +82,12 @@ def _packer(pack, spec: KernelSpec):
         if not t.is_view:
             parts.append(f"args[{i}]")
             continue
-        parts += [f"args[{i}].ptr", f"*args[{i}].shape"]
+        pointer = f"args[{i}].ptr" if device_writes is None else f"dptr(args[{i}], {bool(device_writes[i])})"
+        parts += [pointer, f"*args[{i}].shape"]
         if t.layout == "stride":
             parts.append(f"*args[{i}].strides")
-    return eval(f"lambda bounds, args: pack({', '.join(parts)})", {"pack": pack})  # noqa: S307 - our own text
+    return eval(f"lambda bounds, args: pack({', '.join(parts)})",  # noqa: S307 - our own text
+                {"pack": pack, "dptr": device.device_pointer})
 
 
 def policy_slots(policy) -> tuple:
