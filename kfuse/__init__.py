@@ -30,11 +30,12 @@ e = 2.718281828459045
 
 def fence() -> None:
     """Wait for all work, including kernels still pending in the trace."""
-    from .runtime import kokkos_runtime
+    from .runtime import device, kokkos_runtime
     from .tracer import api as _tracer_api
 
     _tracer_api.flush_all()
     kokkos_runtime.fence()
+    device.sync_all()
 
 
 def stats() -> dict:

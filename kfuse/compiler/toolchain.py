@@ -48,8 +48,10 @@ class Toolchain:
         common = [*self.opt_flags, "-std=c++17", "-w", f"-I{self.include_dir}"]
         if self.device == "CUDA":  # through Kokkos's nvcc_wrapper: host flags are forwarded to the host compiler
             arch = [f"-arch={self.arch}"] if self.arch else []
-            return [*common, *arch, "--expt-relaxed-constexpr", "--expt-extended-lambda", "-fopenmp",
-                    "-Xcompiler", "-fPIC"]
+            # -fmad=false: no multiply-add contraction, so a fused kernel (where a product and a sum meet in one
+            # body) rounds exactly like the unfused kernels, and like the host.
+            return [*common, *arch, "--expt-relaxed-constexpr", "--expt-extended-lambda", "-fmad=false",
+                    "-fopenmp", "-Xcompiler", "-fPIC"]
         if self.device == "HIP":  # generated, not tested here (no AMD GPU)
             arch = [f"--offload-arch={self.arch}"] if self.arch else []
             return [*common, *arch, "-fopenmp", "-fPIC"]

@@ -6,8 +6,8 @@ Views sharing a buffer share one mirror and keep their offsets and strides), and
 After that, data moves only at barriers:
 - before a GPU launch, a mirror whose host side changed is copied to the device;
 - a GPU kernel that writes a View marks its mirror "device newer";
-- a host access to the View (the same barrier the tracer uses) copies a "device newer" mirror back,
-  and a host write marks the mirror "host newer".
+- a host access to the View (the View's barrier, after the tracer has run pending work) copies a
+  "device newer" mirror back, and a host write marks the mirror "host newer".
 Plain NumPy arrays passed straight to a GPU kernel have no barrier of their own, so they are copied in
 before and out after every launch. No unified memory is used.
 """
@@ -18,7 +18,6 @@ import weakref
 
 import numpy as np
 
-from .. import views
 from ..views import NumpyArgument
 
 HOST, DEVICE, BOTH = "host", "device", "both"
@@ -54,7 +53,6 @@ def _mirror_for(view) -> Mirror:
     address = root.__array_interface__["data"][0]
     mirror = _mirrors.get(address)
     if mirror is None:
-        _install_barrier()
         lib = _lib()
         nbytes = max(root.nbytes, 1)
         device_ptr = lib.kfuse_device_malloc(nbytes)
@@ -63,24 +61,6 @@ def _mirror_for(view) -> Mirror:
         mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
         weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits a mirror
     return mirror
-
-
-def _install_barrier() -> None:
-    """Chain the device barrier after the tracer's: pending kernels run first, then results come back."""
-    global _barrier_installed
-    if _barrier_installed:
-        return
-    previous = views.host_barrier
-
-    def barrier(view, write):
-        previous(view, write)
-        host_access(view, write)
-
-    views.set_host_barrier(barrier)
-    _barrier_installed = True
-
-
-_barrier_installed = False
 
 
 def _release(address: int, device_ptr: int) -> None:
@@ -132,6 +112,15 @@ def copy_back(view) -> None:
         _lib().kfuse_copy_to_host(ctypes.c_void_p(mirror.host_ptr), ctypes.c_void_p(mirror.device_ptr),
                                   mirror.nbytes)
         mirror.state = BOTH
+
+
+def sync_all() -> None:
+    """Copy every device-newer mirror back (``pk.fence()``): NumPy arrays aliasing Views are then current."""
+    for mirror in _mirrors.values():
+        if mirror.state == DEVICE:
+            _lib().kfuse_copy_to_host(ctypes.c_void_p(mirror.host_ptr), ctypes.c_void_p(mirror.device_ptr),
+                                      mirror.nbytes)
+            mirror.state = BOTH
 
 
 def host_access(view, write: bool) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import spaces
 from ..codegen.kernel import generate
+from ..compiler import toolchain
 from ..errors import ArgumentError, DeferredError, KfuseError
 from ..frontend.normalize import KernelSource, annotation_dtype, normalize
 from ..frontend.spec import ArgType, KernelSpec
@@ -345,10 +346,19 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepare
                       space=space.value)
     prepared = Prepared(wu, src, spec, wu.__name__)
     if space is not spaces.ExecutionSpace.Debug:
+        _check_space_available(wu, space)
         # Translate now (milliseconds, no compiler): an unsupported construct or a type error is reported at
         # this call even when fusion delays the kernel, and its read/write sets are then known to be right.
         prepared.generated = generate(src, spec, wu.__name__)
     return prepared
+
+
+def _check_space_available(wu: Workunit, space) -> None:
+    backends = toolchain.current().backends
+    if space.value.upper() not in backends:
+        raise ArgumentError(f"workunit '{wu.__name__}': execution space {space.value} is not enabled in the Kokkos "
+                            f"kfuse compiles against ({toolchain.current().include_dir}; backends: "
+                            f"{', '.join(backends)}); choose another space or set KFUSE_KOKKOS_ROOT")
 
 
 def writes_of(access: dict, spec: KernelSpec) -> tuple:

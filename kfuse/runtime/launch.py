@@ -46,6 +46,7 @@ class CompiledKernel:
         self._out = ctypes.create_string_buffer(max(8, 8 * n_results))
         self._unpack = struct.Struct("=" + generated.result_format).unpack_from if n_results else None
         self.on_device = spec.space in DEVICE_SPACES
+        writes = writes or tuple(t.is_view or None for _, t in spec.params)  # unknown: assume every View written
         self.pack = _packer(struct.Struct("=" + generated.slot_format).pack, spec,
                             writes if self.on_device else None)
         self._writes = writes

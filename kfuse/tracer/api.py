@@ -10,7 +10,7 @@ import contextlib
 
 from .. import config, views
 from ..errors import KfuseError
-from ..runtime import dispatch, kokkos_runtime, stats
+from ..runtime import device, dispatch, kokkos_runtime, stats
 from .future import Future
 from .trace import Trace
 
@@ -36,10 +36,11 @@ class Tracer:
 
     # --- running --------------------------------------------------------------------------
     def barrier(self, view, write: bool) -> None:
-        """Host access to ``view``: run what produces its current contents (and, for writes, its readers)."""
-        if self._running or not self.trace.entries:
-            return
-        self._run(self.trace.partition_for(view.bounds, write))
+        """Host access to ``view``: run what produces its current contents (and, for writes, its readers),
+        then bring a GPU copy back if the device holds newer data (no-op on host-only runs)."""
+        if not self._running and self.trace.entries:
+            self._run(self.trace.partition_for(view.bounds, write))
+        device.host_access(view, write)
 
     def resolve(self, future: Future) -> None:
         """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
@@ -81,6 +82,7 @@ def disable_fusion() -> None:
     """Run everything pending, then execute each call as it is made (off even if a pending kernel fails)."""
     try:
         _tracer.flush_all()
+        device.sync_all()  # like pk.fence(): host memory (and NumPy aliases of Views) is current afterwards
     finally:
         _tracer.enabled = False
 
