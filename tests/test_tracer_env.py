@@ -39,7 +39,9 @@ def k_total(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
 def run_script(tmp_path: Path, body: str, **env) -> subprocess.CompletedProcess:
     script = tmp_path / "prog.py"
     script.write_text(_PRELUDE + textwrap.dedent(body))
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KFUSE_") or k == "KFUSE_CACHE_DIR"}
+    # Drop the tracing switches under test; keep where kernels are built and run (cache, Kokkos, space).
+    keep = ("KFUSE_CACHE_DIR", "KFUSE_KOKKOS_ROOT", "KFUSE_DEFAULT_SPACE", "KFUSE_GPU_ARCH")
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KFUSE_") or k in keep}
     full_env.update(env)
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=full_env,
                           timeout=300)

@@ -76,6 +76,7 @@ def _shutdown() -> None:
         if _lib is not None:
             from . import device
 
+            device.sync_all()  # GPU results reach host memory (a memory-mapped file, say) even if never read
             device.release_all()
             _lib.kfuse_finalize()
 
