@@ -30,7 +30,8 @@ if ! "$py" -c "import kokkos" 2>/dev/null || [ ! -f "$venv/include/kokkos/Kokkos
   "$py" -m pip install --no-build-isolation --no-binary pykokkos-base pykokkos-base==0.0.7
 fi
 
-if ! "$py" -c "import kfuse" 2>/dev/null; then
+# Checked from / so that the repository folder itself (the working directory) does not make it importable.
+if ! (cd / && "$py" -c "import kfuse") 2>/dev/null; then
   echo "[setup] installing kfuse (editable)"
   "$py" -m pip install --quiet --no-build-isolation --no-deps -e "$repo"
 fi

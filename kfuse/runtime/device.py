@@ -59,7 +59,8 @@ def _mirror_for(view) -> Mirror:
         if not device_ptr:
             raise MemoryError(f"could not allocate {nbytes} bytes of device memory")
         mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
-        weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits a mirror
+        finalizer = weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits it
+        finalizer.atexit = False  # at exit, kokkos_runtime copies results back first, then frees (release_all)
     return mirror
 
 
