@@ -427,7 +427,10 @@ def test_restrict_marks_disjoint_subviews_but_not_overlapping_ones():
                lambda out: out.restrict == {"k0_x", "k0_y", "k1_x", "k1_y"})
     overlapping = [call(scale, 5, x=a.subview(slice(0, 5)), y=p), call(scale, 5, x=a.subview(slice(3, 8)), y=q)]
     kernel = fused(*overlapping)
-    check_pass(restrict_pass.run, kernel, True, lambda out: out.restrict == {"k0_y", "k1_y"})
+    if pk.get_default_space().value in ("Cuda", "HIP"):  # GPUs: nothing restrict once two Views overlap
+        check_pass(restrict_pass.run, kernel, False, lambda out: out.restrict == frozenset())
+    else:
+        check_pass(restrict_pass.run, kernel, True, lambda out: out.restrict == {"k0_y", "k1_y"})
     assert_launch_matches_eager(overlapping, transformed(kernel, *manager.NAMES), [p, q])
 
 

@@ -139,12 +139,19 @@ def test_runner_compiles_the_transformed_kernel(tmp_path, monkeypatch):
 
 
 # --- aliasing: overlapping parameters keep View access -----------------------------------------------------
+ON_GPU = pk.get_default_space().value in ("Cuda", "HIP")
+
+
 def test_overlapping_views_of_one_array_are_not_restrict():
     X, B = data((T, N + 1), 3), data((T, N), 4)
     A = X.subview(slice(None), slice(0, N))  # columns 0..N-1 of X
     C = X.subview(slice(None), slice(1, N + 1))  # columns 1..N: overlaps A, shifted by one
     calls = [call(add, T, N=N, S=S, A=A, B=B), call(mul, T, N=N, A=A, B=B, C=C)]
     kernel = transformed(fused(*calls), *manager.NAMES)
+    if ON_GPU:  # GPUs: no __restrict__ at all once two View parameters overlap (transforms/restrict.py)
+        assert "__restrict__" not in cpp(kernel)
+        check_results(calls, kernel, [X])
+        return
     params, body = kf_body(cpp(kernel))
     assert restricted(params) == ["k0_B"]
     assert view_refs(params) == ["k0_A", "k1_C"]
@@ -166,6 +173,9 @@ def test_same_array_twice_without_argument_fusion_is_not_restrict(tmp_path, monk
     np.testing.assert_array_equal(np.asarray(A), S + b)
     np.testing.assert_array_equal(np.asarray(C), (S + b) * b)
 
+    if ON_GPU:  # GPUs: no __restrict__ at all once two View parameters overlap (transforms/restrict.py)
+        assert "__restrict__" not in (tmp_path / "add__mul.cpp").read_text()
+        return
     params, body = kf_body((tmp_path / "add__mul.cpp").read_text())
     assert restricted(params) == ["k1_C"]
     assert view_refs(params) == ["k0_A", "k0_B", "k1_A", "k1_B"]
