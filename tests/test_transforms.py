@@ -417,7 +417,10 @@ def test_restrict_marks_every_distinct_array_after_argument_fusion():
 
 def test_restrict_never_marks_two_parameters_that_are_one_array():
     A, B, C = pk.View((T, N)), view((T, N), 1), pk.View((T, N))
-    check_pass(restrict_pass.run, fused(*fig2(A, B, C)), True, lambda out: out.restrict == {"k1_C"})
+    if pk.get_default_space().value in ("Cuda", "HIP"):  # GPUs: nothing restrict once two Views overlap
+        check_pass(restrict_pass.run, fused(*fig2(A, B, C)), False, lambda out: out.restrict == frozenset())
+    else:
+        check_pass(restrict_pass.run, fused(*fig2(A, B, C)), True, lambda out: out.restrict == {"k1_C"})
 
 
 def test_restrict_marks_disjoint_subviews_but_not_overlapping_ones():
