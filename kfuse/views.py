@@ -171,3 +171,46 @@ class NumpyArgument(View):
     """
 
     __slots__ = ()
+
+
+class DeviceView(View):
+    """A View over memory that already lives on the GPU: an object with ``__cuda_array_interface__``
+    (a CuPy array, say) passed to a GPU kernel. kfuse only borrows the pointer: there is no host copy, and
+    the caller reads the result through its own array (kfuse runs such calls at once, even while tracing).
+    """
+
+    __slots__ = ("owner",)
+
+    @classmethod
+    def from_cuda_array(cls, obj) -> "DeviceView":
+        iface = obj.__cuda_array_interface__
+        np_dtype = np.dtype(iface["typestr"])
+        shape = tuple(int(s) for s in iface["shape"])
+        strides = iface.get("strides") or tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * np_dtype.itemsize
+                                                for i in range(len(shape)))
+        if any(s % np_dtype.itemsize for s in strides):
+            raise ValueError("device array strides must be whole elements")
+        self = object.__new__(cls)
+        self._array = None
+        self.owner = obj
+        self.uid = next(_uids)
+        self.dtype = dtype_of(np_dtype)
+        self.shape, self.ndim = shape, len(shape)
+        self.strides = tuple(s // np_dtype.itemsize for s in strides)
+        contiguous = self.strides == tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+        self.layout = "right" if contiguous else "stride"
+        self.ptr = int(iface["data"][0])
+        span = sum((n - 1) * s for n, s in zip(shape, strides) if n > 0) + np_dtype.itemsize if all(shape) else 0
+        self.bounds = (self.ptr, self.ptr + span)
+        self.sig = (self.dtype, self.ndim, self.layout)
+        self.version = 0
+        return self
+
+
+def view_argument(value) -> View:
+    """The View a kernel argument stands for: a View itself, a NumPy array (borrowed), or a GPU array."""
+    if isinstance(value, View):
+        return value
+    if hasattr(value, "__cuda_array_interface__"):
+        return DeviceView.from_cuda_array(value)
+    return NumpyArgument.from_numpy(value)

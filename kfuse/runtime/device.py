@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from ..views import NumpyArgument
+from ..views import DeviceView, NumpyArgument
 
 HOST, DEVICE, BOTH = "host", "device", "both"
 
@@ -80,6 +80,8 @@ def release_all() -> None:
 
 def device_pointer(view, writes: bool) -> int:
     """The device address of ``view``'s first element, with the device copy brought up to date."""
+    if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
+        return view.ptr
     mirror = _mirror_for(view)
     if mirror.state == HOST:
         _lib().kfuse_copy_to_device(ctypes.c_void_p(mirror.device_ptr), ctypes.c_void_p(mirror.host_ptr),

@@ -23,7 +23,7 @@ from ..frontend.workunit import Workunit
 from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, normalize as normalize_policy
 from ..tracer.future import Future
 from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
-from ..views import NumpyArgument, View
+from ..views import DeviceView, View, view_argument
 from .launch import CompiledKernel, policy_slots
 
 #: The tracer installs itself here when fusion is on: an object with ``log(call)``.
@@ -114,8 +114,8 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
     if isinstance(value, Future):
         value_dtype = value.dtype
         value = None
-    if isinstance(value, np.ndarray):
-        value = NumpyArgument.from_numpy(value)
+    if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
+        value = view_argument(value)
     if isinstance(value, View):
         if annotation is not None and not isinstance(annotation, _ViewAnnotation):
             raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is annotated "
@@ -208,6 +208,8 @@ def _sig(v):
     """What a specialisation depends on in a value (Views' ``sig`` is computed once, in the View)."""
     if isinstance(v, View):
         return v.sig
+    if hasattr(v, "__cuda_array_interface__"):
+        return (DeviceView, *DeviceView.from_cuda_array(v).sig)
     if isinstance(v, np.ndarray):
         return (np.ndarray, v.dtype, v.ndim, "right" if v.flags.c_contiguous else "stride")
     if isinstance(v, Future):
@@ -256,7 +258,7 @@ class _Binding:
         args, futures = [], []
         for i, ((name, t), v) in enumerate(zip(self.prepared.spec.params, values)):
             if t.is_view:
-                args.append(v if isinstance(v, View) else NumpyArgument.from_numpy(v))
+                args.append(view_argument(v))
             elif isinstance(v, Future):
                 futures.append((i, v))
                 args.append(None)
@@ -271,7 +273,7 @@ def _converter(t: ArgType, value):
     An integer parameter never gets a float here: ``_arg_type`` rejects that when specialising.
     """
     if t.is_view:
-        return None if isinstance(value, View) else NumpyArgument.from_numpy
+        return None if isinstance(value, View) else view_argument
     if isinstance(value, Future):
         return None  # bound once its value is known (KernelCall.bound_args)
     if t.dtype.is_float:
@@ -337,6 +339,10 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepare
     if src.annotations.get(wu.parsed.param_names[0]) is TeamMember and not isinstance(policy, TeamPolicy):
         raise ArgumentError(f"workunit '{wu.__name__}' takes a pk.TeamMember and must be launched with a TeamPolicy")
     arg_types = tuple((p, _arg_type(wu, p, v, src.annotations.get(p))) for p, v in zip(params, values))
+    for p, v in zip(params, values):
+        if hasattr(v, "__cuda_array_interface__") and space.value not in ("Cuda", "HIP"):
+            raise ArgumentError(f"workunit '{wu.__name__}': parameter '{p}' is a GPU array but the kernel runs in "
+                                f"{space.value}; launch it in pk.Cuda or pass host data")
     for p, ann in src.annotations.items():
         if isinstance(ann, _AccAnnotation) and p in params:
             raise ArgumentError(f"workunit '{wu.__name__}': parameter '{p}' is an accumulator; launch it with "
@@ -402,7 +408,10 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
     call = binding.call(policy, values)
     if tracer is not None and tracer.enabled:
         call.site = _call_site()
-        return tracer.log(call)
+        result = tracer.log(call)
+        if any(type(a) is DeviceView for a in call.args):
+            tracer.run_now(call)  # the caller reads GPU arrays through its own library: no barrier would run it
+        return result
     if call.futures:
         for _, fut in call.futures:
             fut.value()

@@ -49,6 +49,10 @@ class Tracer:
         siblings = tuple(e.call for e in self.trace.entries if e.call.result is not None and e.call.policy == policy)
         self._run(self.trace.partition_for(None, False, (future.call,) + siblings))
 
+    def run_now(self, call) -> None:
+        """Run a logged call (with what it depends on) at once."""
+        self._run(self.trace.partition_for(None, False, (call,)))
+
     def flush_all(self) -> None:
         if self.trace.entries:
             self._run(list(self.trace.entries))
