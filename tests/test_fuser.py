@@ -13,54 +13,9 @@ import kfuse as pk
 import programs as progs
 from kfuse.compiler import cache
 from kfuse.fuser import explain as fuse_explain
+from fusion_check import assert_same, fusion_off, run_eager_and_fused, view_of  # noqa: F401 - fusion_off is autouse
 
 N = 64
-
-
-@pytest.fixture(autouse=True)
-def fusion_off(monkeypatch):
-    """Start eager whatever the environment says, and never leave tracing on for the next test."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
-
-
-def run_eager_and_fused(program):
-    """``program()`` eagerly, then with fusion on; returns (eager result, fused result, fused stats, explain).
-
-    ``program`` makes fresh data and returns host copies of what it computed; the stats and the
-    explain text cover only the fused run (taken before tracing is switched off).
-    """
-    expected = program()
-    first = fuse_explain.records()[-1].number if fuse_explain.records() else 0
-    pk.reset_stats()
-    pk.enable_fusion()
-    assert pk.fusion_enabled()
-    got = program()
-    stats = pk.stats()
-    text = "\n".join(r.text() for r in fuse_explain.records() if r.number > first)
-    pk.disable_fusion()
-    return expected, got, stats, text
-
-
-def assert_same(expected, got):
-    assert type(expected) is type(got)
-    if isinstance(expected, (tuple, list)):
-        assert len(expected) == len(got)
-        for e, g in zip(expected, got):
-            assert_same(e, g)
-    elif isinstance(expected, np.ndarray):
-        assert expected.dtype == got.dtype
-        np.testing.assert_array_equal(got, expected)
-    else:
-        assert got == expected
-
-
-def view_of(values) -> pk.View:
-    v = pk.View(np.shape(values), pk.double)
-    v[:] = values
-    return v
 
 
 def data(seed: int, shape=(N,)) -> np.ndarray:

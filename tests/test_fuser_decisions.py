@@ -4,44 +4,11 @@ Each test runs a pair of calls eagerly and with fusion on, compares the results 
 no fused kernel ran, and that the explanation names the reason.
 """
 import numpy as np
-import pytest
 
 import kfuse as pk
-from kfuse.fuser import explain as fuse_explain
+from fusion_check import assert_same, fusion_off, run_eager_and_fused, view_of  # noqa: F401 - fusion_off is autouse
 
 N = 48
-
-
-@pytest.fixture(autouse=True)
-def fusion_off(monkeypatch):
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
-
-
-def run_eager_and_fused(program):
-    """(eager result, fused result, fused-run stats, explain text of the fused run's flushes)."""
-    expected = program()
-    first = fuse_explain.records()[-1].number if fuse_explain.records() else 0
-    pk.reset_stats()
-    pk.enable_fusion()
-    assert pk.fusion_enabled()
-    got = program()
-    stats = pk.stats()
-    text = "\n".join(r.text() for r in fuse_explain.records() if r.number > first)
-    pk.disable_fusion()
-    return expected, got, stats, text
-
-
-def assert_same(expected, got):
-    assert len(expected) == len(got)
-    for e, g in zip(expected, got):
-        if isinstance(e, np.ndarray):
-            assert e.dtype == g.dtype
-            np.testing.assert_array_equal(g, e)
-        else:
-            assert type(e) is type(g) and e == g
 
 
 def assert_not_fused(program, *phrases, launches=2):
@@ -54,12 +21,6 @@ def assert_not_fused(program, *phrases, launches=2):
     for phrase in phrases:
         assert phrase in text, f"{phrase!r} not in:\n{text}"
     return got
-
-
-def view_of(values, dtype=pk.double) -> pk.View:
-    v = pk.View(np.shape(values), dtype)
-    v[:] = values
-    return v
 
 
 def data(seed: int, shape=(N,)) -> np.ndarray:

@@ -1,0 +1,53 @@
+"""Shared helpers of the fuser tests: run a program eagerly and fused, and compare the two exactly."""
+import numpy as np
+import pytest
+
+import kfuse as pk
+from kfuse.fuser import explain as fuse_explain
+
+
+@pytest.fixture(autouse=True)
+def fusion_off(monkeypatch):
+    """Start eager whatever the environment says, and never leave tracing on for the next test."""
+    monkeypatch.delenv("KFUSE_FUSION", raising=False)
+    pk.disable_fusion()
+    yield
+    pk.disable_fusion()
+
+
+def run_eager_and_fused(program):
+    """``program()`` eagerly, then with fusion on; returns (eager result, fused result, fused stats, explain).
+
+    ``program`` makes fresh data and returns host copies of what it computed; the stats and the
+    explain text cover only the fused run (taken before tracing is switched off).
+    """
+    expected = program()
+    first = fuse_explain.records()[-1].number if fuse_explain.records() else 0
+    pk.reset_stats()
+    pk.enable_fusion()
+    assert pk.fusion_enabled()
+    got = program()
+    stats = pk.stats()
+    text = "\n".join(r.text() for r in fuse_explain.records() if r.number > first)
+    pk.disable_fusion()
+    return expected, got, stats, text
+
+
+def assert_same(expected, got):
+    """Bit-for-bit equal, with equal types and dtypes, through nested tuples and lists."""
+    assert type(expected) is type(got)
+    if isinstance(expected, (tuple, list)):
+        assert len(expected) == len(got)
+        for e, g in zip(expected, got):
+            assert_same(e, g)
+    elif isinstance(expected, np.ndarray):
+        assert expected.dtype == got.dtype
+        np.testing.assert_array_equal(got, expected)
+    else:
+        assert got == expected
+
+
+def view_of(values, dtype=pk.double) -> pk.View:
+    v = pk.View(np.shape(values), dtype)
+    v[:] = values
+    return v
