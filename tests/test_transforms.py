@@ -23,7 +23,7 @@ from kfuse.transforms import manager
 from kfuse.transforms import memory as memory_pass
 from kfuse.transforms import restrict as restrict_pass
 from kfuse.errors import KfuseError
-from transform_check import add, call, check_pass, eager_vs_launched, fused, mul, transformed
+from transform_check import add, assert_launch_matches_eager, call, check_pass, fused, mul, transformed
 
 T, N = 6, 5  # threads (rows) and columns of the 2-D arrays
 W = 4  # a module constant: normalisation inlines it, so loops over range(W) match without argument fusion
@@ -259,13 +259,6 @@ def locals_of(k, prefix: str) -> dict:
     return {n.target.id: (n.annotation.value, ast.unparse(n.value)) for n in ast.walk(k.source.tree)
             if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
             and re.fullmatch(prefix + r"\d+", n.target.id)}
-
-
-def assert_launch_matches_eager(calls, kernel, views):
-    expected, got = eager_vs_launched(calls, kernel, views)
-    for e, g in zip(expected, got):
-        np.testing.assert_array_equal(g, e)
-    return got
 
 
 # --- argument fusion ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import kfuse as pk
 from kfuse.codegen.kernel import generate
 from kfuse.fuser import runner
 from kfuse.transforms import manager
-from transform_check import add, call, eager_vs_launched, fused, mul, transformed
+from transform_check import add, assert_launch_matches_eager, call, fused, mul, transformed
 
 T, N = 8, 6
 S = 1.5
@@ -88,13 +88,6 @@ def element_uses(body: str, name: str) -> int:
     return len(re.findall(rf"\b{name}[\[(]", body))
 
 
-def check_results(calls, kernel, views):
-    expected, got = eager_vs_launched(calls, kernel, views)
-    for e, g in zip(expected, got):
-        np.testing.assert_array_equal(g, e)
-    return got
-
-
 # --- Figure 2, every transform on -----------------------------------------------------------------------
 def test_figure2_one_loop_one_param_per_array_restrict_and_one_read_of_b():
     A, B, C = pk.View((T, N)), data((T, N), 1), pk.View((T, N))
@@ -118,7 +111,7 @@ def test_figure2_one_loop_one_param_per_array_restrict_and_one_read_of_b():
     assert element_uses(body, "k0_B") == 1  # read once, shared by both statements
     assert element_uses(body, "k0_A") == 1 and re.search(r"\bk0_A\[[^;]*\] = ", body)  # stored, never re-read
     assert element_uses(body, "k1_C") == 1
-    got = check_results(calls, kernel, [A, C])
+    got = assert_launch_matches_eager(calls, kernel, [A, C])
     b = np.asarray(B)
     np.testing.assert_array_equal(got[1], (S + b) * b)
 
@@ -150,13 +143,13 @@ def test_overlapping_views_of_one_array_are_not_restrict():
     kernel = transformed(fused(*calls), *manager.NAMES)
     if ON_GPU:  # GPUs: no __restrict__ at all once two View parameters overlap (transforms/restrict.py)
         assert "__restrict__" not in cpp(kernel)
-        check_results(calls, kernel, [X])
+        assert_launch_matches_eager(calls, kernel, [X])
         return
     params, body = kf_body(cpp(kernel))
     assert restricted(params) == ["k0_B"]
     assert view_refs(params) == ["k0_A", "k1_C"]
     assert loops(body) == 2  # C[t][i] is A[t][i + 1]: merging would reverse a dependence
-    check_results(calls, kernel, [X])
+    assert_launch_matches_eager(calls, kernel, [X])
 
 
 def test_same_array_twice_without_argument_fusion_is_not_restrict(tmp_path, monkeypatch):
@@ -190,6 +183,6 @@ def test_restrict_pointer_names_and_run_time_extents_compile():
     params, body = kf_body(cpp(kernel))
     assert restricted(params) == ["k0_A", "k1_A"]
     assert {"k0_A_s0", "kf_k0_A_s0", "kf_k0_A_e0"} <= set(params)
-    got = check_results(calls, kernel, [A, B])
+    got = assert_launch_matches_eager(calls, kernel, [A, B])
     np.testing.assert_array_equal(got[0], np.full(T, 0.5 * T))
     np.testing.assert_array_equal(got[1], np.full(T, 2.0 * T))

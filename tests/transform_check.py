@@ -74,6 +74,14 @@ def eager_vs_launched(calls, kernel: FusedKernel, views) -> tuple[list, list]:
 
 
 # --- the pass contract -------------------------------------------------------------------------------------
+def assert_launch_matches_eager(calls, kernel: FusedKernel, views) -> list:
+    """Launching ``kernel`` gives exactly what running ``calls`` one by one gives, for every View in ``views``."""
+    expected, got = eager_vs_launched(calls, kernel, views)
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g, e)
+    return got
+
+
 def snapshot(kernel: FusedKernel) -> tuple:
     """Everything a pass may change, in comparable form."""
     return (ast.dump(kernel.source.tree), kernel.spec, kernel.arg_index, kernel.restrict,
