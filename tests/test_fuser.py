@@ -528,3 +528,43 @@ def test_program_library_fused_mode_fuses_and_equals_eager():
     assert stats["fused_kernels_launched"] >= 3
     assert stats["kernels_launched"] < stats["ops_traced"] == 12
     progs.assert_same(expected, progs.run_program(FIXED_PROGRAM, "traced"), "traced")
+
+
+PERSIST_PROGRAM = """
+import sys
+import numpy as np
+import kfuse as pk
+from kfuse.fuser import build
+
+@pk.workunit
+def persist_add(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i] + 1.0
+
+@pk.workunit
+def persist_mul(i: int, y: pk.View1D[pk.double], z: pk.View1D[pk.double]):
+    z[i] = y[i] * 3.0
+
+if sys.argv[1] == "second":  # a second process must reuse the stored fused kernel, not rebuild it
+    def refuse(calls):
+        raise AssertionError("fused kernel rebuilt")
+    build.build = refuse
+pk.enable_fusion()
+x, y, z = pk.View(16), pk.View(16), pk.View(16)
+x[:] = np.arange(16.0)
+pk.parallel_for(16, persist_add, x=x, y=y)
+pk.parallel_for(16, persist_mul, y=y, z=z)
+assert np.array_equal(np.asarray(z), (np.arange(16.0) + 1.0) * 3.0)
+assert pk.stats()["fused_kernels_launched"] == 1
+print("ok")
+"""
+
+
+def test_fused_kernels_are_remembered_across_processes(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "persist.py"
+    script.write_text(PERSIST_PROGRAM)
+    for run in ("first", "second"):
+        proc = subprocess.run([sys.executable, str(script), run], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

@@ -16,7 +16,7 @@ from ..runtime.dispatch import execute, raise_deferred, writes_of
 from ..runtime.launch import CompiledKernel, policy_slots
 from ..transforms import manager as transforms
 from ..transforms.ir import FusedKernel, scalar_key
-from . import build, explain, planner
+from . import build, explain, persist, planner
 from .safety import pattern_of
 
 _uids = itertools.count(1)
@@ -82,14 +82,20 @@ def _fused_kernel(group, args: tuple):
     key = (tuple(_uid(c.prepared) for c in group), _alias_pattern(group), _scalar_pattern(args), names)
     entry = _fused.get(key)
     if entry is None:
-        source, spec, name = build.build(group)
-        kernel = FusedKernel(source, spec, tuple(range(len(args))), args)
-        kernel, _ = transforms.apply(kernel, names)
-        compiled = CompiledKernel(generate(kernel.source, kernel.spec, name, kernel.restrict), kernel.spec,
-                                  fused=True, writes=writes_of(summarize(kernel.source, kernel.spec), kernel.spec))
+        digest = persist.key(group, key[1], key[2], names)
+        stored = persist.load(digest)
+        if stored is None:
+            source, spec, name = build.build(group)
+            kernel = FusedKernel(source, spec, tuple(range(len(args))), args)
+            kernel, _ = transforms.apply(kernel, names)
+            stored = (generate(kernel.source, kernel.spec, name, kernel.restrict), kernel.spec, kernel.arg_index,
+                      writes_of(summarize(kernel.source, kernel.spec), kernel.spec))
+            persist.store(digest, stored)
+        generated, spec, arg_index, writes = stored
+        compiled = CompiledKernel(generated, spec, fused=True, writes=writes)
         if len(_fused) >= _MAX_CACHED:
             _fused.clear()  # compiled libraries stay cached on disk; this only drops in-process handles
-        entry = _fused[key] = (compiled, kernel.arg_index)
+        entry = _fused[key] = (compiled, arg_index)
     return entry
 
 

@@ -1,0 +1,67 @@
+"""Fused kernels remembered across processes: the transformed C++ for a group, keyed by its content.
+
+Within a process the runner keys fused kernels by specialisation numbers; a new process would rebuild,
+re-transform and regenerate every group before the compiled-library cache could even be asked (about
+25 ms a group). This stores the outcome (generated C++, spec, parameter map, written Views) under a key made
+of everything it depends on: kfuse's own source, each member kernel's resolved AST and specialisation, the
+aliasing and scalar-equality patterns, and the enabled transforms. Entries are written atomically.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import pickle
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from ..compiler.cache import cache_root
+
+
+@lru_cache(maxsize=1)
+def _kfuse_fingerprint() -> str:
+    """A change to any kfuse source file (a transform, the code generator) invalidates every entry."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")) + sorted(root.rglob("*.hpp")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _member_digest(prepared) -> str:
+    digest = prepared.__dict__.get("_persist_digest")
+    if digest is None:
+        src = prepared.source
+        parts = [ast.dump(src.tree), repr(prepared.spec)]
+        parts += [f"{name}:{ast.dump(h.tree)}" for name, h in sorted(src.helpers.items())]
+        digest = prepared.__dict__["_persist_digest"] = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    return digest
+
+
+def key(group, alias_pattern, scalar_pattern, transforms) -> str:
+    parts = [_kfuse_fingerprint(), repr(alias_pattern), repr(scalar_pattern), ",".join(sorted(transforms))]
+    parts += [f"{type(c.policy).__name__}:{_member_digest(c.prepared)}" for c in group]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _path(digest: str) -> Path:
+    return cache_root() / "fused" / digest[:2] / f"{digest}.pickle"
+
+
+def load(digest: str):
+    """(GeneratedKernel, KernelSpec, arg_index, writes) or None."""
+    try:
+        with open(_path(digest), "rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        return None
+
+
+def store(digest: str, entry) -> None:
+    path = _path(digest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(entry, f)
+    os.replace(tmp, path)
