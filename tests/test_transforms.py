@@ -23,21 +23,11 @@ from kfuse.transforms import manager
 from kfuse.transforms import memory as memory_pass
 from kfuse.transforms import restrict as restrict_pass
 from kfuse.errors import KfuseError
-from transform_check import add, assert_launch_matches_eager, call, check_pass, fused, mul, transformed
+from transform_check import (  # noqa: F401 - _eager_and_default_transforms is an autouse fixture
+    _eager_and_default_transforms, add, assert_launch_matches_eager, call, check_pass, fused, mul, transformed)
 
 T, N = 6, 5  # threads (rows) and columns of the 2-D arrays
 W = 4  # a module constant: normalisation inlines it, so loops over range(W) match without argument fusion
-
-
-@pytest.fixture(autouse=True)
-def _eager_and_default_transforms(monkeypatch):
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    monkeypatch.delenv("KFUSE_TRANSFORMS", raising=False)
-    pk.disable_fusion()
-    pk.set_transforms(None)
-    yield
-    pk.disable_fusion()
-    pk.set_transforms(None)
 
 
 # --- workunits (module level: each specialisation compiles once per cache) ---------------------------------

@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
 import kfuse as pk
 from kfuse.codegen.kernel import generate
 from kfuse.fuser import runner
 from kfuse.transforms import manager
-from transform_check import add, assert_launch_matches_eager, call, fused, mul, transformed
+from transform_check import (  # noqa: F401 - _eager_and_default_transforms is an autouse fixture
+    _eager_and_default_transforms, add, assert_launch_matches_eager, call, fused, mul, transformed)
 
 T, N = 8, 6
 S = 1.5
@@ -25,17 +25,6 @@ S = 1.5
 @pk.workunit
 def spread(i: int, A_s0: float, d: int, A: pk.View1D[pk.double]):
     A[i] = A_s0 * A.extent(d)  # a scalar named like a stride, and an extent of a run-time dimension
-
-
-@pytest.fixture(autouse=True)
-def _eager_and_default_transforms(monkeypatch):
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    monkeypatch.delenv("KFUSE_TRANSFORMS", raising=False)
-    pk.disable_fusion()
-    pk.set_transforms(None)
-    yield
-    pk.disable_fusion()
-    pk.set_transforms(None)
 
 
 def data(shape, seed: int) -> pk.View:
