@@ -44,6 +44,9 @@ def _default_cache_dir() -> str:
 
 
 CACHE_DIR = Setting("KFUSE_CACHE_DIR", _default_cache_dir(), "Where compiled kernels are kept.", False)
+CACHE_FALLBACK = Setting(
+    "KFUSE_CACHE_FALLBACK", "1", "When the cache folder cannot be trusted (another owner, writable by others) "
+    "or written: 1 warns and uses a private temporary cache for the process, 0 raises CacheError.", False, _flag)
 KOKKOS_ROOT = Setting(
     "KFUSE_KOKKOS_ROOT", "", "Kokkos install (include/, lib/) to compile against; default: the one pykokkos-base "
     "installed in this Python environment.", True)
@@ -65,4 +68,4 @@ DEFAULT_SPACE = Setting("KFUSE_DEFAULT_SPACE", "OpenMP", "Execution space of ker
 NUM_THREADS = Setting("KFUSE_NUM_THREADS", "-1", "OpenMP threads for Kokkos (-1: Kokkos decides).", False, int)
 VERBOSE = Setting("KFUSE_VERBOSE", "0", "Log compiles and cache hits to stderr.", False, _flag)
 
-ALL = (CACHE_DIR, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE)
+ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE)

@@ -7,6 +7,7 @@ library; this keeps both compile time and per-call overhead low.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from ..frontend.normalize import KernelSource
@@ -29,6 +30,23 @@ class GeneratedKernel:
     source: str
     slot_format: str
     result_format: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "source": self.source, "slot_format": self.slot_format,
+                "result_format": self.result_format}
+
+    @classmethod
+    def from_json(cls, data) -> GeneratedKernel:
+        """Inverse of ``to_json``; ValueError for anything else (cache files are checked, never trusted)."""
+        fields = ["name", "result_format", "slot_format", "source"]
+        if not (isinstance(data, dict) and sorted(data) == fields and all(isinstance(data[f], str) for f in fields)):
+            raise ValueError(f"not a generated kernel: {str(data)[:200]}")
+        for fmt in (data["slot_format"], data["result_format"]):
+            try:
+                struct.calcsize("=" + fmt)
+            except struct.error as exc:
+                raise ValueError(f"not a generated kernel: bad struct format {fmt!r} ({exc})") from None
+        return cls(data["name"], data["source"], data["slot_format"], data["result_format"])
 
 
 def _roles(src: KernelSource, spec: KernelSpec):

@@ -1,22 +1,19 @@
-"""Persistent, content-keyed cache of compiled kernels.
+"""Persistent, content-keyed cache of compiled kernels, safe to share between processes.
 
-Key: sha256 of the generated source, kfuse's codegen version, the prelude, and the toolchain
-fingerprint (compiler path/version/flags, Kokkos version/backends/paths) — everything that changes the
-binary. One directory per key holds ``kernel.cpp``, ``kernel.so``, ``build.log`` and ``meta.json``. A
-build happens in a private temporary directory and is published with one atomic ``rename``, so two
-processes compiling the same kernel, or a compile killed halfway, never leave a torn entry: an entry
-either is complete or does not exist. Clear the cache with ``python -m kfuse.compiler clear`` (or delete
-the folder).
+Key: sha256 of the generated source, kfuse's codegen version, the prelude, the cache format and the
+toolchain fingerprint (compiler path/version/flags, Kokkos version/backends/paths): everything that changes
+the binary. One folder per key holds ``kernel.cpp``, ``kernel.so``, ``build.log`` and ``meta.json`` (see
+``entries``). A process compiles an entry under its lock (``locks``) while others wait and reuse it; an
+entry is checked (owner, mode, recorded sha256) once per process before its library is returned for
+dlopen, and a damaged one is rebuilt with a warning. The cache folder itself is chosen by ``root``.
+``python -m kfuse.compiler verify`` checks and repairs a whole cache.
 """
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,22 +22,32 @@ from .. import config
 from ..codegen.kernel import CODEGEN_VERSION
 from ..errors import CompileError
 from ..runtime import stats
-from . import toolchain as tc_mod
+from . import entries, locks, toolchain as tc_mod
+from .root import cache_root, configured, using_cache
+from .trust import MISSING, make_private_dir, warn
 
-#: Functions called as hook(event, name, key) with event "compile" or "hit"; tests and tools observe caching.
+__all__ = ["Artifact", "build", "cache_root", "clear", "hooks", "kernel_key"]
+
+#: Functions called as hook(event, name, key); events: "compile", "hit", "wait" (another process holds the
+#: entry's lock), "repair" (a damaged entry is being rebuilt). Tests and tools observe caching with them.
 hooks: list = []
 
-
-def cache_root() -> Path:
-    return Path(config.CACHE_DIR.get())
+#: Entry folder -> stat signature of its files when this process checked it: an entry is hashed once, and
+#: again only if its files change (one stat per file on later loads).
+_verified: dict = {}
 
 
 def kernel_key(source: str, tc: tc_mod.Toolchain) -> str:
     h = hashlib.sha256()
-    for part in (CODEGEN_VERSION, tc_mod.PRELUDE.read_text(), tc.fingerprint, source):
+    for part in (CODEGEN_VERSION, f"cache format {entries.FORMAT}", tc_mod.PRELUDE.read_text(), tc.fingerprint,
+                 source):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def pch_key(tc: tc_mod.Toolchain) -> str:
+    return hashlib.sha256(f"cache format {entries.FORMAT}\0{tc_mod.pch_key(tc)}".encode()).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
@@ -52,88 +59,122 @@ class Artifact:
     seconds: float
 
 
-def _publish(tmp: Path, final: Path, marker: str = "meta.json") -> None:
-    """Move a finished build into place; ``marker`` is the file whose presence makes an entry complete."""
-    final.parent.mkdir(parents=True, exist_ok=True)
+def _notify(event: str, name: str, key: str) -> None:
+    for hook in hooks:
+        hook(event, name, key)
+
+
+def _checked(final: Path, kind: str, key: str) -> str | None:
+    """None when the entry in ``final`` may be used, else why not."""
+    signature = entries.signature(final, kind)
+    if signature is not None and _verified.get(final) == signature:
+        return None
+    reason = entries.problem(final, kind, key)
+    if reason is None:
+        _verified[final] = signature
+    return reason
+
+
+def build(name: str, source: str) -> Artifact:
+    """The shared library for ``source``: a checked cache entry, or compiled now (once across processes)."""
+    tc = tc_mod.current()
+    key = kernel_key(source, tc)
+    _dump(name, source)
+    return using_cache(lambda root: _kernel(root, tc, name, source, key))
+
+
+def _kernel(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str) -> Artifact:
+    final = root / "kernels" / key[:2] / key
+    if _checked(final, "kernel", key) is None:
+        return _hit(final, name, key)
+    with locks.held(root, entries.lock_name("kernel", key), on_wait=lambda: _notify("wait", name, key)):
+        reason = _checked(final, "kernel", key)  # another process may have built it while we waited
+        if reason is None:
+            return _hit(final, name, key)
+        if reason != MISSING:
+            warn(f"kfuse cache entry {final} {reason}: rebuilding it")
+            _notify("repair", name, key)
+        seconds = _compile(root, tc, name, source, key, final)
+        _verified[final] = entries.signature(final, "kernel")  # just built: no need to hash it again
+    stats.bump("compiles")
+    _notify("compile", name, key)
+    if config.VERBOSE.get():
+        print(f"[kfuse] compiled {name} in {seconds:.2f}s ({key[:12]})", file=sys.stderr)
+    return Artifact(name, key, final / "kernel.so", True, seconds)
+
+
+def _hit(final: Path, name: str, key: str) -> Artifact:
+    stats.bump("cache_hits")
+    _notify("hit", name, key)
+    return Artifact(name, key, final / "kernel.so", False, 0.0)
+
+
+def _compile(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str, final: Path) -> float:
+    """Compile ``source`` and publish it as the entry ``final``; the caller holds the entry's lock."""
+    start = time.perf_counter()
+    build_dir = entries.new_build(root, "kernel", key)
     try:
-        os.rename(tmp, final)
-    except OSError:  # another process published the same key first: theirs is identical, keep it
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (final / marker).exists():
-            raise
+        (build_dir / "kernel.cpp").write_text(source)
+        pch = _ensure_pch(tc, root) if tc.uses_pch else None
+        include = ["-include", str(pch) if pch else str(tc_mod.PRELUDE)]
+        cmd = [tc.cxx, *tc.compile_flags, *include, "-shared", str(build_dir / "kernel.cpp"), "-o",
+               str(build_dir / "kernel.so"), *tc.link_flags]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
+        (build_dir / "build.log").write_text(log)  # FileNotFoundError if the cache was deleted meanwhile
+        if proc.returncode != 0:
+            raise CompileError(name, _first_errors(proc.stderr), str(_failure_log(root, name, key, log, source)))
+        seconds = time.perf_counter() - start
+        entries.write_meta(build_dir, "kernel", key, name, seconds=seconds, toolchain=tc.fingerprint,
+                           created=time.time())
+        entries.publish(build_dir, final, root / "tmp")
+    finally:  # a failed or interrupted build leaves nothing behind; a published one was moved away
+        shutil.rmtree(build_dir, ignore_errors=True)
+    return seconds
 
 
-def _ensure_pch(tc: tc_mod.Toolchain) -> Path | None:
-    """Build (once per toolchain) the precompiled prelude; None if the compiler cannot make one."""
-    final = cache_root() / "pch" / tc_mod.pch_key(tc)
+def _ensure_pch(tc: tc_mod.Toolchain, root: Path | None = None) -> Path | None:
+    """The precompiled prelude (built once per toolchain, checked like a kernel entry); None if the compiler
+    cannot make one."""
+    root = root or cache_root()
+    key = pch_key(tc)
+    final = root / "pch" / key
     header = final / "kfuse_prelude.hpp"
-    if (final / "ok").exists():
+    if _checked(final, "pch", key) is None:
         return header
-    tmp = Path(tempfile.mkdtemp(prefix="pch-", dir=_tmp_dir()))
-    try:
-        shutil.copy(tc_mod.PRELUDE, tmp / "kfuse_prelude.hpp")
-        cmd = [tc.cxx, *tc.compile_flags, "-x", "c++-header", str(tmp / "kfuse_prelude.hpp"),
-               "-o", str(tmp / "kfuse_prelude.hpp.gch")]
-        if subprocess.run(cmd, capture_output=True, text=True).returncode != 0:
-            return None
-        (tmp / "ok").write_text("")
-        _publish(tmp, final, marker="ok")
-    finally:  # as in build(): nothing half-made stays behind
-        shutil.rmtree(tmp, ignore_errors=True)
+    with locks.held(root, entries.lock_name("pch", key)):
+        reason = _checked(final, "pch", key)
+        if reason is None:
+            return header
+        if reason != MISSING:
+            warn(f"kfuse cache entry {final} {reason}: rebuilding it")
+        build_dir = entries.new_build(root, "pch", key)
+        try:
+            shutil.copy(tc_mod.PRELUDE, build_dir / "kfuse_prelude.hpp")
+            cmd = [tc.cxx, *tc.compile_flags, "-x", "c++-header", str(build_dir / "kfuse_prelude.hpp"),
+                   "-o", str(build_dir / "kfuse_prelude.hpp.gch")]
+            if subprocess.run(cmd, capture_output=True, text=True).returncode != 0:
+                return None
+            entries.write_meta(build_dir, "pch", key, "kfuse_prelude", toolchain=tc.fingerprint,
+                               created=time.time())
+            entries.publish(build_dir, final, root / "tmp")
+        finally:
+            shutil.rmtree(build_dir, ignore_errors=True)
+        _verified[final] = entries.signature(final, "pch")
     return header
 
 
-def _tmp_dir() -> Path:
-    d = cache_root() / "tmp"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+def _failure_log(root: Path, name: str, key: str, log: str, source: str) -> Path:
+    failed = root / "failed"
+    make_private_dir(failed)
+    path = failed / f"{name}-{key[:12]}.log"
+    path.write_text(log + "\n\n// source:\n" + source)
+    return path
 
 
 def _first_errors(log: str, limit: int = 12) -> str:
     lines = [ln for ln in log.splitlines() if "error" in ln]
     return "\n".join((lines or log.splitlines())[:limit])
-
-
-def build(name: str, source: str) -> Artifact:
-    """Return the shared library for ``source``, compiling it only if no cache entry exists."""
-    tc = tc_mod.current()
-    key = kernel_key(source, tc)
-    final = cache_root() / "kernels" / key[:2] / key
-    _dump(name, source)
-    if (final / "meta.json").exists():
-        stats.bump("cache_hits")
-        for hook in hooks:
-            hook("hit", name, key)
-        return Artifact(name, key, final / "kernel.so", False, 0.0)
-    start = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=_tmp_dir()))
-    try:
-        (tmp / "kernel.cpp").write_text(source)
-        pch = _ensure_pch(tc) if tc.uses_pch else None
-        include = ["-include", str(pch) if pch else str(tc_mod.PRELUDE)]
-        cmd = [tc.cxx, *tc.compile_flags, *include, "-shared", str(tmp / "kernel.cpp"), "-o",
-               str(tmp / "kernel.so"), *tc.link_flags]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
-        (tmp / "build.log").write_text(log)
-        if proc.returncode != 0:
-            failed = cache_root() / "failed"
-            failed.mkdir(parents=True, exist_ok=True)
-            log_path = failed / f"{name}-{key[:12]}.log"
-            log_path.write_text(log + "\n\n// source:\n" + source)
-            raise CompileError(name, _first_errors(proc.stderr), str(log_path))
-        seconds = time.perf_counter() - start
-        (tmp / "meta.json").write_text(json.dumps({"name": name, "key": key, "seconds": seconds,
-                                                   "toolchain": tc.fingerprint, "created": time.time()}))
-        _publish(tmp, final)
-    finally:  # a failed or interrupted build leaves nothing behind; a published one was moved away
-        shutil.rmtree(tmp, ignore_errors=True)
-    stats.bump("compiles")
-    for hook in hooks:
-        hook("compile", name, key)
-    if config.VERBOSE.get():
-        print(f"[kfuse] compiled {name} in {seconds:.2f}s ({key[:12]})", file=sys.stderr)
-    return Artifact(name, key, final / "kernel.so", True, seconds)
 
 
 def _dump(name: str, source: str) -> None:
@@ -143,19 +184,9 @@ def _dump(name: str, source: str) -> None:
         (Path(folder) / f"{name}.cpp").write_text(source)
 
 
-def clear() -> None:
-    shutil.rmtree(cache_root(), ignore_errors=True)
-
-
-def main(argv=None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args == ["clear"]:
-        clear()
-        print(f"cleared {cache_root()}")
-        return 0
-    if args in ([], ["info"]):
-        entries = list((cache_root() / "kernels").glob("*/*/meta.json"))
-        print(f"cache: {cache_root()}  kernels: {len(entries)}")
-        return 0
-    print("usage: python -m kfuse.compiler [info|clear]")
-    return 2
+def clear() -> Path:
+    """Delete the configured cache folder (not a private fallback); returns it."""
+    folder = configured()
+    shutil.rmtree(folder, ignore_errors=True)
+    _verified.clear()
+    return folder

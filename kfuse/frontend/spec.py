@@ -28,6 +28,18 @@ class ArgType:
             return f"View{self.ndim}D[{self.dtype.name}{', strided' if self.layout == 'stride' else ''}]"
         return self.dtype.name
 
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "dtype": self.dtype.name, "ndim": self.ndim, "layout": self.layout}
+
+    @classmethod
+    def from_json(cls, data) -> ArgType:
+        """Inverse of ``to_json``; ValueError for anything else (cache files are checked, never trusted)."""
+        _expect(isinstance(data, dict) and sorted(data) == ["dtype", "kind", "layout", "ndim"]
+                and data["kind"] in ("view", "scalar") and data["dtype"] in DType.__members__
+                and type(data["ndim"]) is int and data["ndim"] >= 0 and data["layout"] in ("", "right", "stride"),
+                "an argument type", data)
+        return cls(data["kind"], DType[data["dtype"]], data["ndim"], data["layout"])
+
 
 @dataclass(frozen=True)
 class KernelSpec:
@@ -50,3 +62,27 @@ class KernelSpec:
             if n == name:
                 return t
         raise KeyError(name)
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "policy": self.policy, "rank": self.rank,
+                "params": [[n, t.to_json()] for n, t in self.params], "accs": [d.name for d in self.accs],
+                "space": self.space}
+
+    @classmethod
+    def from_json(cls, data) -> KernelSpec:
+        """Inverse of ``to_json``; ValueError for anything else (cache files are checked, never trusted)."""
+        _expect(isinstance(data, dict) and sorted(data) == ["accs", "op", "params", "policy", "rank", "space"]
+                and data["op"] in ("for", "reduce", "scan") and data["policy"] in ("range", "mdrange", "team")
+                and type(data["rank"]) is int and data["rank"] >= 1 and isinstance(data["space"], str)
+                and isinstance(data["params"], list)
+                and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in data["params"])
+                and isinstance(data["accs"], list) and all(a in DType.__members__ for a in data["accs"]),
+                "a kernel specialisation", data)
+        return cls(data["op"], data["policy"], data["rank"],
+                   tuple((n, ArgType.from_json(t)) for n, t in data["params"]),
+                   tuple(DType[a] for a in data["accs"]), data["space"])
+
+
+def _expect(ok: bool, what: str, data) -> None:
+    if not ok:
+        raise ValueError(f"not {what}: {str(data)[:200]}")
