@@ -67,5 +67,15 @@ DEFAULT_SPACE = Setting("KFUSE_DEFAULT_SPACE", "OpenMP", "Execution space of ker
                         "Serial, Debug, Cuda or HIP (pk.set_default_space overrides it).", True)
 NUM_THREADS = Setting("KFUSE_NUM_THREADS", "-1", "OpenMP threads for Kokkos (-1: Kokkos decides).", False, int)
 VERBOSE = Setting("KFUSE_VERBOSE", "0", "Log compiles and cache hits to stderr.", False, _flag)
+BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a compiled kernel checks its indices "
+                       "and an index outside 0 <= i < extent raises IndexError (read when a kernel is specialised).",
+                       True, _flag)
 
-ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE)
+ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE,
+       BOUNDS_CHECK)
+
+
+def cache_key() -> str:
+    """The current values of every setting that changes generated code or binaries (``in_cache_key``),
+    for caches that keep generated code without regenerating it."""
+    return ";".join(f"{s.name}={s.get()}" for s in ALL if s.in_cache_key)

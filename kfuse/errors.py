@@ -63,3 +63,68 @@ class LaunchError(KfuseError):
 
 class DeferredError(KfuseError):
     """A delayed kernel call failed when its result was needed; names the original call site."""
+
+
+class KernelFault(LaunchError):
+    """A thread of a kernel faulted (integer division by zero, an index outside a View). The launch runs to
+    its end and reports the first fault, naming the workunit, the source line and the values involved,
+    where C++ alone would kill the interpreter or read and write outside the array."""
+
+    def __init__(self, reason: str, *, workunit: str, filename: str, lineno: int, kernel: str | None = None,
+                 function: str | None = None):
+        self.reason = reason
+        self.workunit = workunit
+        self.filename = filename
+        self.lineno = lineno
+        self.kernel = kernel
+        self.function = function
+        where = f"in workunit '{workunit}'"
+        if function:
+            where = f"in function '{function}' called from workunit '{workunit}'"
+        if kernel and kernel != workunit:
+            where += f" (fused kernel '{kernel}')"
+        parts = [f"{filename}:{lineno}: {where}: {reason}"]
+        text = linecache.getline(filename, lineno).strip()
+        if text:
+            parts.append("    " + text)
+        super().__init__("\n".join(parts))
+
+
+class KernelZeroDivisionError(KernelFault, ZeroDivisionError):
+    """Integer ``//`` or ``%`` by zero inside a kernel (also ``INT_MIN // -1``, which C++ traps on alike)."""
+
+    def __init__(self, dividend: int, divisor: int, operator: str, **where):
+        self.dividend = dividend
+        self.divisor = divisor
+        if divisor == 0:
+            reason = f"integer {'division' if operator == '//' else 'modulo'} by zero ({dividend} {operator} 0)"
+        else:
+            reason = f"integer overflow: {dividend} {operator} {divisor} does not fit the integer type"
+        super().__init__(reason, **where)
+
+
+class KernelIndexError(KernelFault, IndexError):
+    """A View index outside ``0 <= index < extent`` (checked under KFUSE_BOUNDS_CHECK=1 and in the Debug space)."""
+
+    def __init__(self, view: str, dim: int, index: int, extent: int, **where):
+        self.view = view
+        self.dim = dim
+        self.index = index
+        self.extent = extent
+        reason = f"index {index} is out of range for dimension {dim} of View '{view}' (extent {extent})"
+        if index < 0:
+            reason += "; negative indices are errors in kernels (no wrap-around)"
+        super().__init__(reason, **where)
+
+
+FAULT_FIELD_SEPARATOR = "\x1f"
+
+
+def kernel_fault(record: str, kernel: str) -> KernelFault:
+    """The exception for a fault record a kernel's C entry wrote: kind, workunit, function, file, line, View,
+    dimension and two values, separated by FAULT_FIELD_SEPARATOR (the C++ side is kf_describe_fault)."""
+    kind, workunit, function, filename, line, view, dim, a, b = record.split(FAULT_FIELD_SEPARATOR)
+    where = dict(workunit=workunit, filename=filename, lineno=int(line), kernel=kernel, function=function or None)
+    if kind == "index":
+        return KernelIndexError(view, int(dim), int(a), int(b), **where)
+    return KernelZeroDivisionError(int(a), int(b), "//" if kind == "floordiv" else "%", **where)

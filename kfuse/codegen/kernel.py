@@ -3,13 +3,15 @@
 The entry point ``kfuse_launch(args, out, err, errlen)`` reads its arguments from a packed buffer of
 8-byte slots (policy bounds, then per parameter: pointer + extents (+ strides) for a View, or one
 value for a scalar), so Python calls it through ctypes with a single ``struct.pack`` and no binding
-library; this keeps both compile time and per-call overhead low.
+library; this keeps both compile time and per-call overhead low. It returns 0, or 1 with a C++ exception's
+message in ``err``, or 2 with the record of a kernel fault (``errors.kernel_fault`` reads it).
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
 
+from .. import config
 from ..frontend.normalize import KernelSource
 from ..frontend.spec import KernelSpec
 from ..types import DType
@@ -71,7 +73,8 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     exec_space, mem_space = _SPACES[spec.space]
     index_names, acc_names, flag_names = _roles(src, spec)
     in_function = bool(restrict) and spec.policy != "team" and spec.op != "scan"
-    unit = Unit(src.helpers, frozenset(ident(n) for n in restrict) if in_function else frozenset())
+    unit = Unit(src.helpers, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
+                bounds_check=config.BOUNDS_CHECK.get())
     scope = {}
     members = []
     for name, t in spec.params:
@@ -155,6 +158,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         f"using KfMem = {mem_space};",
         *unit.definitions,
         functor,
+        *_fault_sites(unit),
         "}  // namespace",
         "",
         'extern "C" int64_t kfuse_last_ns = 0;',
@@ -170,6 +174,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         "    kfuse_last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>("
         "std::chrono::steady_clock::now() - kf_t0).count();",
         *(["    std::fflush(stdout);"] if unit.uses_printf else []),
+        *_fault_check(unit, spec),
         results.rstrip("\n"),
         "    return 0;",
         "  } catch (const std::exception& e) {",
@@ -205,6 +210,25 @@ def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):
             call.append(c)
     function = [f"KOKKOS_INLINE_FUNCTION void kf_body({', '.join(params)}) {{", *body_lines, "}"]
     return function, [f"    kf_body({', '.join(call)});"]
+
+
+def _fault_sites(unit: Unit) -> list[str]:
+    """The table a fault's site number indexes (kernels without checked operations have none)."""
+    if not unit.fault_sites:
+        return []
+    return ["static const KfSite kf_sites[] = {", *(f"  {site.cpp()}," for site in unit.fault_sites), "};"]
+
+
+def _fault_check(unit: Unit, spec: KernelSpec) -> list[str]:
+    """After the fence: a faulting thread left a record; return it (code 2) for a Python exception."""
+    if not unit.fault_sites:
+        return []
+    on_device = "true" if spec.space in ("Cuda", "HIP") else "false"
+    return ["    KfFault kf_fault_seen;",
+            f"    if (kf_take_fault({on_device}, kf_fault_seen)) {{",
+            "      kf_describe_fault(kf_err, kf_errlen, kf_sites[kf_fault_seen.site], kf_fault_seen);",
+            "      return 2;",
+            "    }"]
 
 
 def _team_size_guard(spec: KernelSpec) -> list[str]:

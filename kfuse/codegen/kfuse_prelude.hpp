@@ -8,6 +8,8 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 template <class T>
@@ -61,4 +63,139 @@ KOKKOS_INLINE_FUNCTION A kf_abs(A a) {
 inline void kf_report(char* err, int64_t errlen, const char* what) {
   std::strncpy(err, what, static_cast<size_t>(errlen - 1));
   err[errlen - 1] = '\0';
+}
+
+// --- Kernel faults ---------------------------------------------------------------------------------------
+// Integer // and % by zero trap in C++ (SIGFPE kills the interpreter), and an index outside a View reads or
+// writes other memory. Checked operations record the first fault in a small per-library record instead: the
+// thread that wins a compare-and-swap on `claimed` fills it in, every faulting thread goes on with a dummy
+// value, and the launch entry reads the record after the fence and returns it to Python as an exception.
+struct KfFault {
+  int claimed;
+  int site;                              // entry of the kernel's kf_sites table
+  int dim;                               // index faults: the dimension
+  int64_t a, b;                          // division: dividend, divisor; index faults: index, extent
+  alignas(16) unsigned char scratch[16];  // the element an out-of-range access uses instead
+};
+
+// Where the fault happened, known when the kernel is translated (one table per kernel).
+struct KfSite {
+  const char* kind;  // "floordiv", "mod" or "index"
+  const char* workunit;
+  const char* function;  // the @pk.function the check is in, or ""
+  const char* file;
+  int line;
+  const char* view;
+};
+
+// One record per kernel library (static: each compiled kernel has its own). Threads running on a GPU need
+// it in device memory; host threads (OpenMP, Serial, also in a GPU build) use the host one.
+static KfFault kf_fault_host;
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+static __device__ KfFault kf_fault_device;
+#endif
+
+KOKKOS_INLINE_FUNCTION KfFault& kf_fault_record() {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return kf_fault_device;
+#else
+  return kf_fault_host;
+#endif
+}
+
+KOKKOS_INLINE_FUNCTION void kf_fault(int site, int dim, int64_t a, int64_t b) {
+  KfFault& f = kf_fault_record();
+  if (Kokkos::atomic_compare_exchange(&f.claimed, 0, 1) == 0) {
+    f.site = site;
+    f.dim = dim;
+    f.a = a;
+    f.b = b;
+  }
+}
+
+// C++ also traps on MIN / -1 of a signed type (the quotient does not fit); int8/int16 are promoted and do not.
+template <class A, class B>
+KOKKOS_INLINE_FUNCTION bool kf_quotient_overflows(A a, B b) {
+  using T = decltype(a / b);
+  return std::is_signed<T>::value && static_cast<T>(b) == T(-1) &&
+         static_cast<T>(a) == std::numeric_limits<T>::min();
+}
+template <class A, class B>
+KOKKOS_INLINE_FUNCTION auto kf_floordiv_checked(A a, B b, int site) -> decltype(a / b) {
+  if (b == 0 || kf_quotient_overflows(a, b)) {
+    kf_fault(site, 0, static_cast<int64_t>(a), static_cast<int64_t>(b));
+    return 0;
+  }
+  return kf_floordiv(a, b);
+}
+template <class A, class B>
+KOKKOS_INLINE_FUNCTION auto kf_mod_checked(A a, B b, int site) -> decltype(a % b) {
+  if (b == 0) {
+    kf_fault(site, 0, static_cast<int64_t>(a), static_cast<int64_t>(b));
+    return 0;
+  }
+  if (kf_quotient_overflows(a, b)) return 0;  // Python: x % -1 == 0
+  return kf_mod(a, b);
+}
+
+// KFUSE_BOUNDS_CHECK: an element of a View, or the record's scratch element when an index is out of range.
+// One unsigned comparison per index also catches negative indices.
+template <class V, class... I>
+KOKKOS_INLINE_FUNCTION typename V::reference_type kf_at(const V& v, int site, I... i) {
+  const int64_t index[] = {static_cast<int64_t>(i)...};
+  for (int d = 0; d < static_cast<int>(sizeof...(I)); ++d) {
+    if (static_cast<uint64_t>(index[d]) >= static_cast<uint64_t>(v.extent(d))) {
+      kf_fault(site, d, index[d], static_cast<int64_t>(v.extent(d)));
+      return *reinterpret_cast<typename V::value_type*>(kf_fault_record().scratch);
+    }
+  }
+  return v(i...);
+}
+// The same for a View passed as a __restrict__ pointer (restrict transform): index, extent, stride per dimension.
+struct KfIx {
+  int64_t index, extent, stride;
+};
+template <class T, class... X>
+KOKKOS_INLINE_FUNCTION T& kf_at_ptr(T* p, int site, X... x) {
+  const KfIx ix[] = {x...};
+  int64_t offset = 0;
+  for (int d = 0; d < static_cast<int>(sizeof...(X)); ++d) {
+    if (static_cast<uint64_t>(ix[d].index) >= static_cast<uint64_t>(ix[d].extent)) {
+      kf_fault(site, d, ix[d].index, ix[d].extent);
+      return *reinterpret_cast<T*>(kf_fault_record().scratch);
+    }
+    offset += ix[d].index * ix[d].stride;
+  }
+  return p[offset];
+}
+
+// Host, after the fence: copy the record out and clear it; true if a thread faulted.
+inline bool kf_take_fault(bool on_device, KfFault& out) {
+  out = KfFault{};
+  if (!on_device) {
+    out = kf_fault_host;
+    if (out.claimed) kf_fault_host = KfFault{};
+    return out.claimed != 0;
+  }
+  const KfFault clear{};
+#if defined(KOKKOS_ENABLE_CUDA)
+  cudaError_t rc = cudaMemcpyFromSymbol(&out, kf_fault_device, sizeof(KfFault));
+  if (rc == cudaSuccess && out.claimed) rc = cudaMemcpyToSymbol(kf_fault_device, &clear, sizeof(KfFault));
+  if (rc != cudaSuccess) throw std::runtime_error(std::string("reading the fault record: ") + cudaGetErrorString(rc));
+#elif defined(KOKKOS_ENABLE_HIP)
+  hipError_t rc = hipMemcpyFromSymbol(&out, HIP_SYMBOL(kf_fault_device), sizeof(KfFault));
+  if (rc == hipSuccess && out.claimed) rc = hipMemcpyToSymbol(HIP_SYMBOL(kf_fault_device), &clear, sizeof(KfFault));
+  if (rc != hipSuccess) throw std::runtime_error(std::string("reading the fault record: ") + hipGetErrorString(rc));
+#else
+  (void)clear;
+  throw std::runtime_error("a device fault record was asked for in a build without a GPU backend");
+#endif
+  return out.claimed != 0;
+}
+
+// The record for Python (errors.kernel_fault): fields separated by \x1f.
+inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const KfFault& f) {
+  std::snprintf(err, static_cast<size_t>(errlen), "%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s\x1f%d\x1f%lld\x1f%lld", s.kind,
+                s.workunit, s.function, s.file, s.line, s.view, f.dim, static_cast<long long>(f.a),
+                static_cast<long long>(f.b));
 }

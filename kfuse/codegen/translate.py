@@ -4,6 +4,10 @@ Types are inferred as the translation goes: parameters from the call's specialis
 their annotations or from every value assigned to them (a local assigned an int and later a float is
 a double, as in Python). Python semantics that differ from C++ (``/``, ``//``, ``%``, ``**``, integer
 ``round``) are spelled with helpers from ``kfuse_prelude.hpp``.
+
+Operations that can fault (integer ``//`` and ``%`` always, View accesses under KFUSE_BOUNDS_CHECK) go
+through checked helpers given a fault site: an entry of the kernel's table saying which workunit, file,
+line and View, so the launch can raise a Python exception that names them.
 """
 from __future__ import annotations
 
@@ -34,7 +38,10 @@ _ATOMICS = {"atomic_add": ("atomic_add", False), "atomic_sub": ("atomic_sub", Fa
             "atomic_fetch_and": ("atomic_fetch_and", True), "atomic_fetch_or": ("atomic_fetch_or", True),
             "atomic_exchange": ("atomic_exchange", True)}
 _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
-_PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|z|j|t)?([diouxXeEfgGcsp%])")
+# One printf conversion: flags/width/precision, a length modifier (dropped: kfuse casts), the conversion.
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d*)?)(hh|h|ll|l|L|z|j|t)?(.?)")
+_PRINTF_REFUSED = {"n": "'%n' writes through a pointer argument", "$": "positional arguments ('%1$d')",
+                   "*": "a width or precision taken from an argument ('*')"}
 
 
 def _c_string(text: str) -> str:
@@ -43,6 +50,16 @@ def _c_string(text: str) -> str:
     escapes = {ord("\n"): "\\n", ord("\t"): "\\t", ord('"'): '\\"', ord("\\"): "\\\\"}
     return '"' + "".join(escapes.get(b) or (chr(b) if 32 <= b < 127 else f"\\{b:03o}")
                          for b in text.encode("utf-8")) + '"'
+
+
+def _int_constant(node):
+    """The value of an integer literal (``3``, ``-3``), or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _int_constant(node.operand)
+        return None if value is None else -value
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
 
 
 def _read_outside_its_loops(stmts, name: str) -> bool:
@@ -54,6 +71,29 @@ def _read_outside_its_loops(stmts, name: str) -> bool:
             return not inside
         return any(visit(child, inside) for child in ast.iter_child_nodes(node))
     return any(visit(s, False) for s in stmts)
+
+
+def mark_origin(tree: ast.AST, workunit: str, filename: str) -> None:
+    """Tag every node of a member's AST before fusion renames it: faults in the fused kernel then name the
+    member's workunit, file and (for Views) the member's own parameter name."""
+    for node in ast.walk(tree):
+        node.kf_origin = (workunit, filename, getattr(node, "id", None))
+
+
+@dataclass(frozen=True)
+class FaultSite:
+    """Where a checked operation is, for the message a fault there produces (``KfSite`` in the prelude)."""
+
+    kind: str  # "floordiv" | "mod" | "index"
+    workunit: str
+    function: str  # the @pk.function holding the check, or ""
+    filename: str
+    line: int
+    view: str = ""
+
+    def cpp(self) -> str:
+        return (f"{{{_c_string(self.kind)}, {_c_string(self.workunit)}, {_c_string(self.function)}, "
+                f"{_c_string(self.filename)}, {self.line}, {_c_string(self.view)}}}")
 
 
 @dataclass
@@ -73,13 +113,21 @@ class _Unknown(Exception):
 class Unit:
     """Collects what one translation unit needs besides the functor: helper instances."""
 
-    def __init__(self, helpers: dict, restrict: frozenset = frozenset()):
+    def __init__(self, helpers: dict, restrict: frozenset = frozenset(), bounds_check: bool = False):
         self.helpers = helpers  # name -> KernelSource
         self.restrict = restrict
+        self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
+        self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
+        self.kernel_source: KernelSource | None = None  # the workunit (or fused kernel) being translated
         self.instances: dict = {}  # (name, arg types) -> (cname, return type)
         self.definitions: list[str] = []
         self.uses_printf = False  # the launcher then flushes C stdout so output keeps its order with Python's
         self._active: set = set()
+
+    def fault_site(self, site: FaultSite) -> int:
+        if site not in self.fault_sites:
+            self.fault_sites.append(site)
+        return self.fault_sites.index(site)
 
     def helper(self, name: str, arg_types: tuple, node, caller: KernelSource):
         key = (name, arg_types)
@@ -128,6 +176,32 @@ class BodyTranslator:
         self.inferring = False
         self.loop_vars: set = set()
         self.restrict: frozenset = unit.restrict  # C++ names of Views passed as __restrict__ pointers
+        self._statements: list = []  # enclosing statements, innermost last: where a new node's site is
+        if not in_helper:
+            unit.kernel_source = src
+
+    # --- fault sites ----------------------------------------------------------------------
+    def _site(self, kind: str, node, view_node=None) -> int:
+        """The fault-site number of a checked operation at ``node`` (0 while only inferring types)."""
+        if self.inferring:
+            return 0
+        origin = next((n.kf_origin for n in ast.walk(node) if hasattr(n, "kf_origin")), None)
+        for stmt in reversed(self._statements):
+            origin = origin or getattr(stmt, "kf_origin", None)
+        line = getattr(node, "lineno", None) or next(
+            (s.lineno for s in reversed(self._statements) if getattr(s, "lineno", None)), 0)
+        kernel = self.unit.kernel_source
+        if self.src is not kernel:  # a @pk.function: its own file and line, called from the kernel
+            workunit, function, filename = kernel.name, self.src.name, self.src.filename
+        elif origin is not None:  # a member of a fused kernel
+            workunit, function, filename = origin[0], "", origin[1]
+        else:
+            workunit, function, filename = self.src.name, "", self.src.filename
+        view = ""
+        if view_node is not None:
+            own = getattr(view_node, "kf_origin", None)
+            view = (own[2] if own else None) or ast.unparse(view_node)
+        return self.unit.fault_site(FaultSite(kind, workunit, function, filename, line, view))
 
     # --- errors -------------------------------------------------------------------------
     def unsupported(self, what: str, node, hint: str | None = None):
@@ -249,7 +323,11 @@ class BodyTranslator:
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             raise self.unsupported(f"'{type(node).__name__}' statement", node)
-        method(node, out, ind)
+        self._statements.append(node)
+        try:
+            method(node, out, ind)
+        finally:
+            self._statements.pop()
 
     def block(self, stmts, out, ind):
         for s in stmts:
@@ -484,11 +562,11 @@ class BodyTranslator:
             return f"({a} / {b})", promote(ta, tb)
         if opt is ast.FloorDiv:
             if both_int:
-                return f"kf_floordiv({a}, {b})", promote(ta, tb)
+                return self._integer_division("floordiv", a, b, node), promote(ta, tb)
             return f"std::floor({a} / {b})", promote(ta, tb)
         if opt is ast.Mod:
             if both_int:
-                return f"kf_mod({a}, {b})", promote(ta, tb)
+                return self._integer_division("mod", a, b, node), promote(ta, tb)
             return f"kf_fmod_py({a}, {b})", promote(ta, tb)
         if opt is ast.Pow:
             if both_int:
@@ -496,6 +574,14 @@ class BodyTranslator:
             t = promote(ta, tb)
             return f"std::pow(static_cast<{t.cpp}>({a}), static_cast<{t.cpp}>({b}))", t
         raise self.unsupported(f"operator {type(op).__name__}", node)
+
+    def _integer_division(self, kind: str, a: str, b: str, node) -> str:
+        """Integer // or %: checked for a zero divisor (and MIN // -1), unless the divisor is a constant
+        that can do neither."""
+        divisor = node.right if isinstance(node, ast.BinOp) else node.value  # BinOp or AugAssign
+        if _int_constant(divisor) not in (None, 0, -1):
+            return f"kf_{kind}({a}, {b})"
+        return f"kf_{kind}_checked({a}, {b}, {self._site(kind, node)})"
 
     def expr_UnaryOp(self, node):
         code, t = self.expr(node.operand)
@@ -583,15 +669,23 @@ class BodyTranslator:
             if not (isinstance(it, DType) and not it.is_float):
                 raise self.type_error(f"View index '{ast.unparse(i)}' is not an integer", i)
             idx.append(c)
-        return self.element(code, t, idx), t.dtype
+        return self.element(code, t, idx, node, base), t.dtype
 
-    def element(self, code: str, t: ArgType, idx: list) -> str:
-        """One element of a View; a __restrict__ pointer (restrict transform) is indexed with its strides."""
+    def element(self, code: str, t: ArgType, idx: list, node, view_node) -> str:
+        """One element of a View; a __restrict__ pointer (restrict transform) is indexed with its strides.
+        Under KFUSE_BOUNDS_CHECK every index is checked against its extent."""
+        site = self._site("index", node, view_node) if self.unit.bounds_check else None
         if code not in self.restrict:
+            if site is not None:
+                return f"kf_at({code}, {site}, {', '.join(idx)})"
             return f"{code}({', '.join(idx)})"
-        terms = [f"({c}) * kf_{code}_s{d}" for d, c in enumerate(idx)]
+        strides = [f"kf_{code}_s{d}" for d in range(len(idx))]
         if t.layout == "right":
-            terms[-1] = f"({idx[-1]})"  # unit stride, known to the compiler
+            strides[-1] = "1"  # unit stride, known to the compiler
+        if site is not None:
+            checked = ", ".join(f"KfIx{{{c}, kf_{code}_e{d}, {s}}}" for d, (c, s) in enumerate(zip(idx, strides)))
+            return f"kf_at_ptr({code}, {site}, {checked})"
+        terms = [f"({c})" if s == "1" else f"({c}) * {s}" for c, s in zip(idx, strides)]
         return f"{code}[{' + '.join(terms)}]"
 
     def extent(self, code: str, dim: str, ndim: int) -> str:
@@ -723,7 +817,7 @@ class BodyTranslator:
         if len(parts) != t.ndim:
             raise self.type_error(f"atomic on a {t.ndim}-D View needs {t.ndim} indices", node)
         idx = [self.expr(p)[0] for p in parts]
-        return f"&{self.element(code, t, idx)}", t.dtype
+        return f"&{self.element(code, t, idx, node, view_node)}", t.dtype
 
     def call_atomic(self, name, node):
         """``pk.atomic_fetch_add(view, [i, j], value)`` (PyKokkos spelling)."""
@@ -756,7 +850,16 @@ class BodyTranslator:
         fmt = node.args[0].value
         self.unit.uses_printf = True
         args = [self.expr(a) for a in node.args[1:]]
-        specs = [m for m in _PRINTF_SPEC.finditer(fmt) if m.group(3) != "%"]
+        specs = []
+        for m in _PRINTF_SPEC.finditer(fmt):
+            conv = m.group(3)
+            if conv in _PRINTF_REFUSED:
+                raise self.unsupported(f"printf format {fmt!r}: {_PRINTF_REFUSED[conv]}", node)
+            if conv not in "diouxXceEfgGsp%" or not conv:
+                raise self.unsupported(f"printf format {fmt!r}: '{m.group(0)}' is not a conversion C printf "
+                                       "knows", node, "write '%%' for a literal percent sign")
+            if conv != "%":
+                specs.append(m)
         if len(specs) != len(args):
             raise self.type_error(f"pk.printf format has {len(specs)} conversions but {len(args)} arguments", node)
         pieces, last, casts = [], 0, []

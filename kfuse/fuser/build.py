@@ -11,6 +11,7 @@ import ast
 import copy
 import hashlib
 
+from ..codegen.translate import mark_origin
 from ..frontend.normalize import BUILTIN_CALLS, KernelSource
 from ..frontend.spec import KernelSpec
 
@@ -88,6 +89,7 @@ def build(calls) -> tuple[KernelSource, KernelSpec, str]:
             if not same_helper(helpers.setdefault(name, helper), helper):
                 raise ValueError(f"two helpers named '{name}' in one fused kernel")  # planner keeps them apart
         tree = copy.deepcopy(src.tree)
+        mark_origin(tree, src.name, src.filename)
         names = [a.arg for a in tree.args.args]
         mapping = dict(zip(names[:rank], index_names))
         # Thread indices are renamed through ``mapping``, not kept: a local that happens to be called

@@ -3,26 +3,72 @@
 Useful to debug kernel logic with print() and pdb, and as a second, independent semantics for tests.
 Teams run with one thread each (team_size() == 1), which is a legal Kokkos team size, so barriers are
 trivially satisfied.
+
+Faults behave as in compiled kernels: every View index is checked (a negative index is an error, not
+NumPy's wrap-around), integer ``//`` and ``%`` by zero raise where NumPy integers would give 0, and a
+float divided by zero is inf or nan (IEEE) also for Python scalars. For that the workunit runs as a
+rewritten copy whose ``/``, ``//`` and ``%`` go through the checks below (same file and lines, so pdb
+and tracebacks still point at the user's source).
 """
 from __future__ import annotations
 
+import ast
+import copy
 import itertools
 import operator
 import re
+import types
+from pathlib import Path
 
 import numpy as np
 
+from ..errors import KernelIndexError, KernelZeroDivisionError
+from ..frontend.workunit import Function
 from ..policies import MDRangePolicy, RangePolicy, TeamThreadRange
 
 
+class _IndexFault(IndexError):
+    def __init__(self, view: str, dim: int, index: int, extent: int):
+        super().__init__(view, dim, index, extent)
+        self.fields = dict(view=view, dim=dim, index=index, extent=extent)
+
+
+class _DivisionFault(ZeroDivisionError):
+    def __init__(self, dividend: int, divisor: int, operator_: str):
+        super().__init__(dividend, divisor, operator_)
+        self.fields = dict(dividend=dividend, divisor=divisor, operator=operator_)
+
+
 class DebugArray(np.ndarray):
-    """A NumPy array that also answers the View methods kernels use."""
+    """A NumPy array that also answers the View methods kernels use, and checks every index."""
+
+    view_name = "?"  # the parameter it was passed as
+    first_dim = 0  # a row A[i] of a 2-D View starts at dimension 1
 
     def extent(self, dim: int) -> int:
         return self.shape[dim]
 
     def rank(self) -> int:
         return self.ndim
+
+    def _check(self, key) -> int:
+        """Raise for an integer index outside 0 <= i < extent; returns how many dimensions ``key`` indexes."""
+        indices = key if isinstance(key, tuple) else (key,)
+        for d, i in enumerate(indices[:self.ndim]):
+            if isinstance(i, (int, np.integer)) and not 0 <= i < self.shape[d]:
+                raise _IndexFault(self.view_name, self.first_dim + d, int(i), self.shape[d])
+        return len(indices)
+
+    def __getitem__(self, key):
+        used = self._check(key)
+        item = super().__getitem__(key)
+        if isinstance(item, DebugArray):
+            item.view_name, item.first_dim = self.view_name, self.first_dim + used
+        return item
+
+    def __setitem__(self, key, value):
+        self._check(key)
+        super().__setitem__(key, value)
 
 
 class _Acc:
@@ -107,10 +153,126 @@ def run_nested(op: str, rng: TeamThreadRange, fn):
     return acc.v
 
 
+def _is_integer(x) -> bool:
+    return isinstance(x, (int, np.integer, np.bool_))
+
+
+def _divide(a, b, op: str):
+    """``a op b`` as a compiled kernel computes it: an integer zero divisor (or MIN // -1 of a type of 32 bits
+    or more, which C++ traps on) is a fault; a float one gives inf or nan."""
+    a = a.v if isinstance(a, _Acc) else a
+    b = b.v if isinstance(b, _Acc) else b
+    integers = _is_integer(a) and _is_integer(b) and op != "/"
+    if b == 0:
+        if integers:
+            raise _DivisionFault(int(a), 0, op)
+        with np.errstate(all="ignore"):
+            return {"/": np.true_divide, "//": np.floor_divide, "%": np.remainder}[op](a, b)
+    if integers and op == "//" and b == -1:
+        t = np.result_type(a, b)
+        if t.kind == "i" and t.itemsize >= 4 and a == np.iinfo(t).min:
+            raise _DivisionFault(int(a), -1, op)
+    return {"/": operator.truediv, "//": operator.floordiv, "%": operator.mod}[op](a, b)
+
+
+_CHECKED_OPS = {ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+class _CheckDivisions(ast.NodeTransformer):
+    """``a / b``, ``a // b``, ``a % b`` (and their augmented forms) become ``_kf_divide(a, b, op)``."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if type(node.op) not in _CHECKED_OPS:
+            return node
+        call = ast.Call(func=ast.Name(id="_kf_divide", ctx=ast.Load()),
+                        args=[node.left, node.right, ast.Constant(_CHECKED_OPS[type(node.op)])], keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if type(node.op) not in _CHECKED_OPS:
+            return node
+        load = copy.deepcopy(node.target)
+        for n in ast.walk(load):
+            if hasattr(n, "ctx"):
+                n.ctx = ast.Load()
+        value = self.visit_BinOp(ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node))
+        return ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
+
+
+def _checked(parsed, made: dict):
+    """The function of ``parsed`` with checked divisions, seeing the original's live globals and closure.
+    @pk.function helpers it calls are replaced by their checked versions (``made`` memoises them)."""
+    if parsed.uid in made:
+        return made[parsed.uid]
+    tree = _CheckDivisions().visit(copy.deepcopy(parsed.tree))
+    fn = parsed.fn
+    helpers = {n.id: parsed.namespace[n.id] for n in ast.walk(tree) if isinstance(n, ast.Name)
+               and isinstance(parsed.namespace.get(n.id), Function)}
+    supplied = {"_kf_divide": _divide}
+    made[parsed.uid] = None  # a helper calling itself keeps the unchecked original below
+    supplied.update({name: _checked(h.parsed, made) or h.fn for name, h in helpers.items()})
+    # Compile inside an outer function whose parameters are the original's free variables plus the
+    # names supplied here: the inner function's closure then takes the original cells and new ones.
+    outer_params = list(fn.__code__.co_freevars) + [n for n in supplied if n not in fn.__code__.co_freevars]
+    outer = ast.FunctionDef(name="_kf_outer", args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=p) for p in outer_params], vararg=None, kwonlyargs=[], kw_defaults=[],
+        kwarg=None, defaults=[]), body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None, lineno=1, col_offset=0)
+    module = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
+    outer_code = compile(module, parsed.filename, "exec").co_consts[0]
+    code = next(c for c in outer_code.co_consts if isinstance(c, types.CodeType) and c.co_name == tree.name)
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(types.CellType(supplied[n]) if n in supplied else cells[n] for n in code.co_freevars)
+    made[parsed.uid] = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    return made[parsed.uid]
+
+
+def _checked_workunit(wu):
+    fn = wu.__dict__.get("_debug_checked")
+    if fn is None:
+        fn = wu.__dict__["_debug_checked"] = _checked(wu.parsed, {})
+    return fn
+
+
+_KFUSE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _codes(code: types.CodeType) -> set:
+    """A function's code and that of the functions nested in it."""
+    nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return {code}.union(*(_codes(c) for c in nested))
+
+
+def _as_kernel_fault(fault, wu):
+    """The exception a compiled kernel raises for the same fault, at the innermost frame of kernel code
+    (the workunit, its nested defs or a @pk.function; not kfuse's own Python versions of pk.atomic_*)."""
+    own = _codes(_checked_workunit(wu).__code__)
+    tb, frame = fault.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code in own or not Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_KFUSE_DIR):
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    code = frame.f_code if frame is not None else wu.fn.__code__
+    where = dict(workunit=wu.__name__, filename=code.co_filename,
+                 lineno=frame.f_lineno if frame is not None else code.co_firstlineno,
+                 function=None if code in own else code.co_name)
+    cls = KernelIndexError if isinstance(fault, _IndexFault) else KernelZeroDivisionError
+    return cls(**fault.fields, **where)
+
+
 def run_debug(call, args):
+    try:
+        return _run_debug(call, args)
+    except (_IndexFault, _DivisionFault) as fault:
+        raise _as_kernel_fault(fault, call.prepared.workunit) from None
+
+
+def _run_debug(call, args):
     spec = call.prepared.spec
-    fn = call.prepared.workunit.fn
-    args = [a._array.view(DebugArray) if spec.params[i][1].is_view else a for i, a in enumerate(args)]
+    fn = _checked_workunit(call.prepared.workunit)
+    args = [_debug_view(a, name) if t.is_view else a for a, (name, t) in zip(args, spec.params)]
     policy = call.policy
     if isinstance(policy, RangePolicy):
         points = ((i,) for i in range(policy.begin, policy.end))
@@ -136,6 +298,12 @@ def run_debug(call, args):
     for p in points:
         fn(*p, acc, True, **kwargs)
     return (_python_scalar(total),)
+
+
+def _debug_view(view, name: str) -> DebugArray:
+    array = view._array.view(DebugArray)
+    array.view_name = name
+    return array
 
 
 def _python_scalar(value):

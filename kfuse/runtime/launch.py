@@ -10,7 +10,7 @@ import struct
 
 from ..codegen.kernel import GeneratedKernel
 from ..compiler import cache
-from ..errors import LaunchError
+from ..errors import LaunchError, kernel_fault
 from ..frontend.spec import KernelSpec
 from ..policies import MDRangePolicy, RangePolicy
 from . import device, kokkos_runtime, stats
@@ -20,6 +20,7 @@ DEVICE_SPACES = ("Cuda", "HIP")
 _ERRLEN = 2048
 _err = ctypes.create_string_buffer(_ERRLEN)
 _errlen = ctypes.c_int64(_ERRLEN)
+_KERNEL_FAULT = 2  # the entry's return code when a thread faulted (codegen.kernel)
 
 
 #: When a list, every launch appends (kernel name, C++-measured seconds, fused?) — used by kfuse.bench.
@@ -55,10 +56,13 @@ class CompiledKernel:
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
         if self.on_device:
             device.before_launch(args)
-        if self._fn(self.pack(bounds, args), self._out, _err, _errlen) != 0:
+        rc = self._fn(self.pack(bounds, args), self._out, _err, _errlen)
+        if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
         if self.on_device:
-            device.after_launch(args, self._writes)
+            device.after_launch(args, self._writes)  # also after a fault: the kernel ran and wrote
+        if rc == _KERNEL_FAULT:
+            raise kernel_fault(_err.value.decode(errors="replace"), self.name)
         stats.bump("kernels_launched")
         if self.fused:
             stats.bump("fused_kernels_launched")
