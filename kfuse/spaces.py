@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import enum
+import warnings
+
+from .errors import LaunchError
+from .runtime import guard
 
 
 class ExecutionSpace(enum.Enum):
@@ -41,4 +45,27 @@ def get_default_space() -> ExecutionSpace:
 
 
 def resolve(space: ExecutionSpace | None) -> ExecutionSpace:
-    return _default if space in (None, ExecutionSpace.Default) else space
+    space = _default if space in (None, ExecutionSpace.Default) else space
+    if guard.forked_after_start:
+        return _in_forked_child(space)
+    return space
+
+
+_warned_fork = False
+
+
+def _in_forked_child(space: ExecutionSpace) -> ExecutionSpace:
+    """See runtime/guard.py: OpenMP cannot continue after fork(), Serial can; GPUs cannot."""
+    global _warned_fork
+    if space is ExecutionSpace.OpenMP:
+        if not _warned_fork:
+            _warned_fork = True
+            warnings.warn("kfuse: this process was forked after Kokkos started; OpenMP kernels run on the Serial "
+                          "backend here (use multiprocessing's 'spawn' start method for parallel children)",
+                          RuntimeWarning, stacklevel=6)  # the program's parallel_* call
+        return ExecutionSpace.Serial
+    if space in (ExecutionSpace.Cuda, ExecutionSpace.HIP):
+        raise LaunchError(f"kfuse: this process was forked after Kokkos started, and a {space.value} context "
+                           "cannot be used after fork(); start child processes with multiprocessing's 'spawn' "
+                           "method")
+    return space

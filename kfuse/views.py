@@ -11,27 +11,35 @@ from typing import Callable
 
 import numpy as np
 
+from . import escape
+from .escape import byte_bounds as _byte_bounds
+from .errors import user_facing
 from .types import DType, dtype_of
-
-try:  # NumPy 2 moved byte_bounds
-    from numpy.lib.array_utils import byte_bounds as _byte_bounds
-except ImportError:  # pragma: no cover - NumPy 1.x
-    from numpy import byte_bounds as _byte_bounds
 
 _uids = itertools.count(1)
 
 
-def _no_barrier(view: "View", write: bool) -> None:
+def _no_barrier(view: "View", write: bool, overwrite: bool = False) -> None:
     """Default barrier: eager execution has nothing pending."""
 
 
-#: Called with (view, write) before every host access; the tracer installs its own.
-host_barrier: Callable[["View", bool], None] = _no_barrier
+#: Called with (view, write[, overwrite]) before every host access; the tracer installs its own.
+#: ``overwrite``: the host replaces every element (so contents lost to a failed call become valid again).
+host_barrier: Callable[..., None] = _no_barrier
 
 
-def set_host_barrier(fn: Callable[["View", bool], None] | None) -> None:
+def _whole(index) -> bool:
+    """Whether ``view[index] = x`` assigns every element."""
+    def full(i) -> bool:
+        return i is Ellipsis or (type(i) is slice and i == slice(None))
+
+    return full(index) or (type(index) is tuple and all(full(i) for i in index))
+
+
+def set_host_barrier(fn: Callable[..., None] | None) -> None:
+    """Install ``fn`` (errors it raises reach the user as from any entry point: ``errors.user_facing``)."""
     global host_barrier
-    host_barrier = fn or _no_barrier
+    host_barrier = user_facing(fn) if fn else _no_barrier
 
 
 class View:
@@ -42,7 +50,7 @@ class View:
     """
 
     __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "layout", "ptr", "strides", "bounds", "sig", "version",
-                 "__weakref__")
+                 "_escapes", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, *, _array: np.ndarray | None = None):
         if _array is None:
@@ -65,15 +73,32 @@ class View:
         self.bounds = (lo, hi)
         self.sig = (self.dtype, self.ndim, self.layout)  # what a kernel specialises on
         self.version = 0  # bumped by the tracer for every logged call that writes this View
+        self._escapes = None  # (escape.version, escape entries covering this View's bytes)
 
     # --- construction helpers -------------------------------------------------------------
     @classmethod
     def from_numpy(cls, array: np.ndarray) -> "View":
-        """Wrap an existing NumPy array without copying (it must have a supported dtype)."""
+        """Wrap a user's NumPy array without copying (it must have a supported dtype). The program may keep
+        using the array, so its memory counts as escaped while the program holds it (see kfuse/escape.py)."""
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         dtype_of(array.dtype)  # raises a clear error for unsupported dtypes
+        view = cls(None, _array=escape.adopt(array))
+        host_barrier(view, True)  # pending calls on this memory (through other Views) run before it escapes
+        return view
+
+    @classmethod
+    def wrap(cls, array: np.ndarray) -> "View":
+        """A View over an array only kfuse holds (a new allocation, a reshape of a View's own memory)."""
+        dtype_of(array.dtype)
         return cls(None, _array=array)
+
+    def escaped(self) -> bool:
+        """Whether the host can reach this View's bytes without a barrier right now (kfuse/escape.py)."""
+        cached = self._escapes
+        if cached is None or cached[0] != escape.version:
+            cached = self._escapes = (escape.version, escape.covering(*self.bounds))
+        return bool(cached[1]) and escape.is_escaped(cached[1])
 
     def subview(self, *index) -> "View":
         """A View of a slice of this one, sharing its memory (writes through one are seen by the other).
@@ -82,7 +107,7 @@ class View:
         sub = self._array[index if len(index) != 1 else index[0]]
         if not isinstance(sub, np.ndarray) or sub.ndim == 0:
             raise IndexError("subview needs slices that keep at least one dimension")
-        return View(None, _array=sub)
+        return View.wrap(sub)
 
     # --- shape queries (no barrier: shape never depends on pending kernels) -----------------
     def extent(self, dim: int) -> int:
@@ -101,15 +126,16 @@ class View:
     # --- host access: every path goes through the barrier ------------------------------------
     @property
     def data(self) -> np.ndarray:
-        """The NumPy array behind this View (writable, so pending readers and writers run first)."""
+        """The NumPy array behind this View (writable, so pending readers and writers run first; the memory
+        is escaped while the program holds the array)."""
         host_barrier(self, True)
-        return self._array
+        return escape.export(self._array)
 
     def __array__(self, dtype=None, copy=None):
         shared = not copy and (dtype is None or np.dtype(dtype) == self._array.dtype)
         host_barrier(self, shared)  # the caller may write through a shared array; a copy is only a read
         if shared:
-            return self._array
+            return escape.export(self._array)
         return self._array.astype(dtype or self._array.dtype, copy=True)
 
     def __getitem__(self, index):
@@ -117,10 +143,11 @@ class View:
         item = self._array[index]
         if isinstance(item, np.ndarray):  # a row or slice shares memory, as in PyKokkos: `A[i][j] = v` writes A
             host_barrier(self, True)
+            return escape.export(item)
         return item
 
     def __setitem__(self, index, value) -> None:
-        host_barrier(self, True)
+        host_barrier(self, True, _whole(index))
         self._array[index] = np.asarray(value) if isinstance(value, View) else value
 
     def __iter__(self):
@@ -128,7 +155,7 @@ class View:
         return iter(self._array.copy())
 
     def fill(self, value) -> None:
-        host_barrier(self, True)
+        host_barrier(self, True, True)
         self._array.fill(value)
 
     def copy(self) -> np.ndarray:
@@ -149,11 +176,6 @@ class View:
 
 
 
-def as_view(obj) -> View:
-    """The View for a kernel argument that is a View or a NumPy array (wrapped without copying)."""
-    return obj if isinstance(obj, View) else View.from_numpy(obj)
-
-
 def array(obj) -> View:
     """``pk.array(ndarray)``: a View sharing the array's memory (PyKokkos spelling)."""
     return View.from_numpy(np.asarray(obj))
@@ -171,6 +193,9 @@ class NumpyArgument(View):
     """
 
     __slots__ = ()
+
+    def escaped(self) -> bool:
+        return True
 
 
 class DeviceView(View):
@@ -204,7 +229,11 @@ class DeviceView(View):
         self.bounds = (self.ptr, self.ptr + span)
         self.sig = (self.dtype, self.ndim, self.layout)
         self.version = 0
+        self._escapes = None
         return self
+
+    def escaped(self) -> bool:
+        return True  # the caller reads it through its own GPU library, past every kfuse barrier
 
 
 def view_argument(value) -> View:
@@ -213,4 +242,4 @@ def view_argument(value) -> View:
         return value
     if hasattr(value, "__cuda_array_interface__"):
         return DeviceView.from_cuda_array(value)
-    return NumpyArgument.from_numpy(value)
+    return NumpyArgument.wrap(value if isinstance(value, np.ndarray) else np.asarray(value))

@@ -17,6 +17,7 @@ class FlushRecord:
     plan_cached: bool
     fused: bool
     fused_names: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # failures and fall-backs met while running the groups
 
     def text(self) -> str:
         n_kernels = len(self.groups)
@@ -32,6 +33,7 @@ class FlushRecord:
             names = " + ".join(self.call_names[i] for i in members)
             kind = f"fused {len(members)} calls" if len(members) > 1 else "single call"
             lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}]")
+        lines += [f"  ! {note}" for note in self.notes]
         return "\n".join(lines)
 
 

@@ -12,10 +12,11 @@ import time
 from ..codegen.kernel import generate
 from ..errors import KfuseError
 from ..frontend.access import summarize
-from ..runtime.dispatch import execute, raise_deferred, writes_of
+from ..runtime.dispatch import execute, writes_of
 from ..runtime.launch import CompiledKernel, policy_slots
 from ..transforms import manager as transforms
 from ..transforms.ir import FusedKernel, scalar_key
+from ..tracer.failures import is_fault
 from . import build, explain, persist, planner
 from .safety import pattern_of
 
@@ -99,7 +100,13 @@ def _fused_kernel(group, args: tuple):
     return entry
 
 
-def run_partition(calls: list, fuse: bool = True) -> None:
+def run_partition(calls: list, failures, fuse: bool = True) -> None:
+    """Run ``calls`` (a trace partition, in trace order) as planned groups, recording failures in ``failures``.
+
+    A failing call loses only what depends on it: a fused group that fails before running is retried
+    member by member, so the error names the culprit; a call that touches bytes a failed call would have
+    written (or takes its Future) is not run and passes the same failure on (tracer/failures.py).
+    """
     start = time.perf_counter()
     if fuse and len(calls) > 1:
         key = _shape_key(calls)
@@ -114,18 +121,56 @@ def run_partition(calls: list, fuse: bool = True) -> None:
     record = explain.record(calls, result, time.perf_counter() - start, cached, fuse)
     for group_indices in result.groups:
         group = [calls[i] for i in group_indices]
-        try:
-            if len(group) == 1:
-                value = execute(group[0])
-                values = [value]
-            else:
-                args = tuple(a for c in group for a in c.bound_args())
-                kernel, arg_index = _fused_kernel(group, args)
-                results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
-                values = [next(results) if c.op == "reduce" else None for c in group]
-                record.fused_names.append(kernel.name)
-        except KfuseError as exc:
-            raise_deferred(group[0], exc)
-        for call, value in zip(group, values):
-            if call.result is not None:
-                call.result.set_result(value)
+        if len(group) > 1 and not any(failures.blocking(c) for c in group):
+            try:
+                _run_fused(group, record)
+                continue
+            except KfuseError as exc:
+                if is_fault(exc):  # the kernel ran and stopped part-way: its writes are lost, not retried
+                    record.notes.append(f"group {group_indices[0]}..{group_indices[-1]} faulted: {exc}")
+                    failure = failures.fail(_culprit(group, exc), exc)
+                    for call in group:
+                        failures.poison(call, failure)
+                    continue
+                record.notes.append(f"group {group_indices[0]}..{group_indices[-1]} failed fused, ran its calls "
+                                    f"one by one: {_first_line(exc)}")
+        for index, call in zip(group_indices, group):
+            _run_single(index, call, failures, record)
+
+
+def _run_fused(group: list, record) -> None:
+    args = tuple(a for c in group for a in c.bound_args())
+    kernel, arg_index = _fused_kernel(group, args)
+    results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
+    values = [next(results) if c.op == "reduce" else None for c in group]
+    record.fused_names.append(kernel.name)
+    for call, value in zip(group, values):
+        if call.result is not None:
+            call.result.set_result(value)
+
+
+def _run_single(index: int, call, failures, record) -> None:
+    blocked = failures.blocking(call)
+    if blocked is not None:
+        record.notes.append(f"call {index} ({call.prepared.name}) not run: it needs what {blocked.where()} "
+                            "would have produced")
+        failures.poison(call, blocked)
+        return
+    try:
+        value = execute(call)
+    except KfuseError as exc:
+        record.notes.append(f"call {index} ({call.prepared.name}) failed: {_first_line(exc)}")
+        failures.fail(call, exc)
+        return
+    if call.result is not None:
+        call.result.set_result(value)
+
+
+def _culprit(group: list, exc: KfuseError):
+    """The member a fault names (by workunit), else the group's first call."""
+    name = getattr(exc, "workunit", None)
+    return next((c for c in group if c.prepared.workunit.__name__ == name), group[0])
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -77,7 +77,7 @@ def result_dtype(*operands, floating: bool = False) -> np.dtype:
 
 
 def new_view(shape, dtype) -> View:
-    return View.from_numpy(np.empty(shape, dtype=dtype))
+    return View.wrap(np.empty(shape, dtype=dtype))
 
 
 def output(out, shape: tuple, dtype) -> View:
@@ -101,7 +101,7 @@ def same_shape(name: str, *views: View) -> tuple:
 
 def transposed(v: View) -> View:
     """A View of the transpose sharing v's memory (a strided View)."""
-    return View.from_numpy(v._array.T)
+    return View.wrap(v._array.T)
 
 
 def contiguous(v: View) -> View:
@@ -126,7 +126,7 @@ def flat(v: View) -> View:
         return v
     f = _flat_views.get(v)
     if f is None:
-        f = View.from_numpy(v._array.reshape(-1))
+        f = View.wrap(v._array.reshape(-1))
         _flat_views[v] = f
     return f
 

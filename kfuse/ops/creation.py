@@ -18,15 +18,15 @@ def _np_dtype(dtype) -> np.dtype:
 
 
 def empty(shape, dtype=None) -> View:
-    return View.from_numpy(np.empty(shape, dtype=_np_dtype(dtype)))
+    return View.wrap(np.empty(shape, dtype=_np_dtype(dtype)))
 
 
 def zeros(shape, dtype=None) -> View:
-    return View.from_numpy(np.zeros(shape, dtype=_np_dtype(dtype)))
+    return View.wrap(np.zeros(shape, dtype=_np_dtype(dtype)))
 
 
 def ones(shape, dtype=None) -> View:
-    return View.from_numpy(np.ones(shape, dtype=_np_dtype(dtype)))
+    return View.wrap(np.ones(shape, dtype=_np_dtype(dtype)))
 
 
 def full(shape, fill_value, dtype=None) -> View:
@@ -35,7 +35,7 @@ def full(shape, fill_value, dtype=None) -> View:
         return fill(empty(shape, fill_value.dtype if dtype is None else dtype), fill_value)
     if dtype is None:
         dtype = np.asarray(fill_value).dtype
-    return View.from_numpy(np.full(shape, fill_value, dtype=_np_dtype(dtype)))
+    return View.wrap(np.full(shape, fill_value, dtype=_np_dtype(dtype)))
 
 
 def _like(a, dtype) -> tuple:

@@ -18,6 +18,7 @@ import weakref
 
 import numpy as np
 
+from .. import escape
 from ..views import DeviceView, NumpyArgument
 
 HOST, DEVICE, BOTH = "host", "device", "both"
@@ -37,9 +38,15 @@ _mirrors: dict = {}  # root buffer address -> Mirror
 
 
 def _root(array: np.ndarray) -> np.ndarray:
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
+    """The array owning the memory, through NumPy's base chain and kfuse's own aliases (kfuse/escape.py)."""
+    while True:
+        base = array.base
+        if isinstance(base, np.ndarray):
+            array = base
+        elif isinstance(base, escape.Alias):
+            array = base.target
+        else:
+            return array
 
 
 def _lib():
@@ -128,7 +135,7 @@ def sync_all() -> None:
 
 def host_access(view, write: bool) -> None:
     """Barrier for host access: fetch device-newer data; a host write makes the device copy stale."""
-    if not _mirrors:
+    if not _mirrors or view._array is None:  # nothing mirrored, or GPU memory the caller owns
         return
     mirror = _mirrors.get(_root(view._array).__array_interface__["data"][0])
     if mirror is None:

@@ -9,12 +9,27 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import sys
+import threading
 
 from .. import config
+from . import guard
 
 _SHIM = r"""
 // kfuse runtime shim: Kokkos lifetime, and device buffers for the Views GPU kernels use
 static bool kf_started_here = false;
+// Kokkos 3.4's OpenMP backend accepts launches only from the thread that initialised it (a thread-local
+// instance pointer). kfuse serialises launches with one lock, so another Python thread may borrow that
+// instance while it holds the lock: kfuse_enter_thread gives the calling thread the same pointer.
+#if defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION < 30500
+static Kokkos::Impl::OpenMPExec* kf_openmp_master = nullptr;
+static void kfuse_remember_openmp_master() { kf_openmp_master = Kokkos::Impl::t_openmp_instance; }
+extern "C" void kfuse_enter_thread() {
+  if (!Kokkos::Impl::t_openmp_instance) Kokkos::Impl::t_openmp_instance = kf_openmp_master; }
+#else
+static void kfuse_remember_openmp_master() {}
+extern "C" void kfuse_enter_thread() {}
+#endif
 extern "C" int kfuse_initialize(int num_threads) {
   if (Kokkos::is_initialized()) return 0;
 #if KOKKOS_VERSION >= 30700
@@ -29,6 +44,7 @@ extern "C" int kfuse_initialize(int num_threads) {
   Kokkos::initialize(args);
 #endif
   kf_started_here = true;
+  kfuse_remember_openmp_master();
   return 1;
 }
 extern "C" void kfuse_finalize() {
@@ -64,21 +80,29 @@ _exit_hooks: list = []
 
 
 def on_exit(fn) -> None:
-    """Run ``fn`` at interpreter exit before Kokkos is finalised (the tracer flushes pending work here)."""
+    """Run ``fn`` at interpreter exit before Kokkos is finalised (the tracer flushes pending work here);
+    a non-zero int it returns becomes the process's exit status."""
     _exit_hooks.append(fn)
 
 
 def _shutdown() -> None:
+    status = 0
     try:
         for fn in _exit_hooks:
-            fn()
+            status = max(status, fn() or 0)
     finally:
-        if _lib is not None:
+        if _lib is not None and not guard.forked_after_start:  # libgomp cannot finalise in a forked child
             from . import device
 
             device.sync_all()  # GPU results reach host memory (a memory-mapped file, say) even if never read
             device.release_all()
             _lib.kfuse_finalize()
+    if status:
+        # atexit cannot change the exit status; exiting here skips the exit handlers registered before kfuse
+        # was imported, so the streams are flushed first.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
 
 
 def ensure_initialized() -> ctypes.CDLL:
@@ -99,11 +123,22 @@ def ensure_initialized() -> ctypes.CDLL:
     for name in ("kfuse_copy_to_device", "kfuse_copy_to_host"):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     lib.kfuse_initialize(config.NUM_THREADS.get())
+    guard.mark_started()
     _lib = lib
     return lib
 
 
 atexit.register(_shutdown)  # at import, so pending work is run at exit even if no kernel ran yet
+
+
+_thread_state = threading.local()
+
+
+def enter_thread() -> None:
+    """Let the calling Python thread launch host kernels (call with ``guard.lock`` held, before a launch)."""
+    if not getattr(_thread_state, "entered", False):
+        ensure_initialized().kfuse_enter_thread()
+        _thread_state.entered = True
 
 
 def is_running() -> bool:

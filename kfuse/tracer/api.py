@@ -2,15 +2,22 @@
 
 With tracing on, ``parallel_*`` calls are logged here and return at once (reductions return a
 Future). Work runs when the host needs it: a View access (through the View host barrier), a Future's
-value, ``pk.fence()``, ``disable_fusion()``, a full trace, or interpreter exit.
+value, ``pk.fence()``, ``disable_fusion()``, a full trace, or interpreter exit -- and at once for a
+call touching escaped memory (kfuse/escape.py), which the host can reach without a barrier.
+
+Threads: one trace and one re-entrant lock (``runtime.guard.lock``) for the process. A thread's host
+access waits while another thread runs a partition, so no read skips its barrier; calls from several
+threads on shared Views are ordered as they were logged. Per-thread traces would be cheaper under
+contention but wrong for Views shared between threads.
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 
 from .. import config, views
-from ..errors import KfuseError
-from ..runtime import device, dispatch, kokkos_runtime, stats
+from ..runtime import device, dispatch, guard, kokkos_runtime, stats
+from .failures import Failures
 from .future import Future
 from .trace import Trace
 
@@ -18,44 +25,78 @@ from .trace import Trace
 class Tracer:
     def __init__(self):
         self.trace = Trace()
+        self.failures = Failures()
         self.enabled = False
-        self._running = False
+        self._running = False  # a partition is running on the lock's owner: its own View accesses pass
         self.fuse = True  # False: trace and run calls one by one (to measure tracing alone)
 
     # --- logging --------------------------------------------------------------------------
     def log(self, call):
-        stats.bump("ops_traced")
-        result = None
-        if call.op != "for":
-            result = Future(call.prepared.spec.accs[0], self.resolve, call)
-            call.result = result
-        self.trace.append(call)
-        if len(self.trace) >= config.MAX_TRACE.get():
-            self.flush_all()
-        return result
+        """Append ``call``; it runs at once (with what it depends on) if it touches escaped memory."""
+        with guard.lock:
+            stats.bump("ops_traced")
+            result = None
+            if call.op != "for":
+                result = Future(call.prepared.spec.accs[0], self.resolve, call)
+                call.result = result
+            self.trace.append(call)
+            escaped = [a for a in call.args if isinstance(a, views.View) and a.escaped()]
+            if escaped:
+                stats.bump("escaped_calls")
+                self._run(self.trace.partition_for(None, False, (call,)))
+                for view in escaped:  # a GPU result reaches the host memory the program holds
+                    device.host_access(view, True)
+            elif len(self.trace) >= config.MAX_TRACE.get():
+                self.flush_all()
+            return result
 
     # --- running --------------------------------------------------------------------------
-    def barrier(self, view, write: bool) -> None:
+    def barrier(self, view, write: bool, overwrite: bool = False) -> None:
         """Host access to ``view``: run what produces its current contents (and, for writes, its readers),
-        then bring a GPU copy back if the device holds newer data (no-op on host-only runs)."""
-        if not self._running and self.trace.entries:
-            self._run(self.trace.partition_for(view.bounds, write))
-        device.host_access(view, write)
+        then bring a GPU copy back if the device holds newer data (no-op on host-only runs). Raises
+        DeferredError if those contents were lost to a failed call (unless the host overwrites them all)."""
+        with guard.lock:
+            if self._running:
+                return
+            if self.trace.entries:
+                self._run(self.trace.partition_for(view.bounds, write))
+            if self.failures:
+                if overwrite:
+                    self.failures.clear(*view.bounds)
+                else:
+                    failure = self.failures.at(*view.bounds)
+                    if failure is not None:
+                        raise failure.deferred("this host access to a View")
+            device.host_access(view, write)
 
     def resolve(self, future: Future) -> None:
         """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
         several results from one launch (running a pending call early is safe: its dependencies come too)."""
-        policy = future.call.policy
-        siblings = tuple(e.call for e in self.trace.entries if e.call.result is not None and e.call.policy == policy)
-        self._run(self.trace.partition_for(None, False, (future.call,) + siblings))
+        with guard.lock:
+            if future.done or future.call is None:  # another thread computed it meanwhile
+                return
+            policy = future.call.policy
+            siblings = tuple(e.call for e in self.trace.entries
+                             if e.call.result is not None and e.call.policy == policy)
+            self._run(self.trace.partition_for(None, False, (future.call,) + siblings))
 
     def run_now(self, call) -> None:
         """Run a logged call (with what it depends on) at once."""
-        self._run(self.trace.partition_for(None, False, (call,)))
+        with guard.lock:
+            self._run(self.trace.partition_for(None, False, (call,)))
 
     def flush_all(self) -> None:
-        if self.trace.entries:
-            self._run(list(self.trace.entries))
+        with guard.lock:
+            if self.trace.entries:
+                self._run(list(self.trace.entries))
+
+    def check_eager(self, args: tuple) -> None:
+        """An eager call must not read or overwrite data a failed delayed call lost."""
+        for arg in args:
+            if isinstance(arg, views.View):
+                failure = self.failures.at(*arg.bounds)
+                if failure is not None:
+                    raise failure.deferred("this kernel call")
 
     def _run(self, entries) -> None:
         if not entries:
@@ -64,9 +105,10 @@ class Tracer:
 
         self.trace.remove(entries)
         stats.bump("flushes")
+        kokkos_runtime.enter_thread()
         self._running = True
         try:
-            run_partition([e.call for e in entries], fuse=self.fuse)
+            run_partition([e.call for e in entries], self.failures, fuse=self.fuse)
         finally:
             self._running = False
 
@@ -83,9 +125,10 @@ def enable_fusion(trace_only: bool = False) -> None:
 
 
 def disable_fusion() -> None:
-    """Run everything pending, then execute each call as it is made (off even if a pending kernel fails)."""
+    """Run everything pending, then execute each call as it is made (off even if a pending kernel failed:
+    the first failure the program has not seen yet is raised here)."""
     try:
-        _tracer.flush_all()
+        flush_all()
         device.sync_all()  # like pk.fence(): host memory (and NumPy aliases of Views) is current afterwards
     finally:
         _tracer.enabled = False
@@ -108,7 +151,10 @@ def fusion():
 
 
 def flush_all() -> None:
+    """Run everything pending; raise the first failure of a delayed call the program has not seen yet."""
     _tracer.flush_all()
+    with guard.lock:
+        _tracer.failures.raise_unreported()
 
 
 def explain() -> str:
@@ -117,13 +163,13 @@ def explain() -> str:
     return report()
 
 
-def _at_exit() -> None:
-    try:
-        _tracer.flush_all()
-    except KfuseError as exc:  # a failing delayed kernel at exit: report, do not crash the interpreter
-        import sys
-
-        print(f"kfuse: pending work failed at exit: {exc}", file=sys.stderr)
+def _at_exit() -> int:
+    """Run pending work; a delayed call whose failure the program never saw makes the exit status 1."""
+    _tracer.flush_all()
+    lost = _tracer.failures.unreported()
+    for failure in lost:
+        print(f"kfuse: {failure.where()} failed and its results were never read:\n{failure.error}", file=sys.stderr)
+    return 1 if lost else 0
 
 
 kokkos_runtime.on_exit(_at_exit)

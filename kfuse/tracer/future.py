@@ -1,16 +1,20 @@
 """Future: the result of a delayed reduction or scan, usable wherever the number it stands for is.
 
-Any use that needs the value (arithmetic, comparison, ``float()``, formatting, NumPy conversion)
-asks the tracer to run the calls it depends on; passing it to a later kernel does not need the value
-yet, and the tracer records it as a dependency instead.
+Any use that needs the value (arithmetic, comparison, ``float()``, ``repr``/``str``/f-strings, ``round``,
+``math`` and NumPy functions, the number's own methods such as ``is_integer()``) asks the tracer to run
+the calls it depends on; passing it to a later kernel does not need the value yet, and the tracer
+records it as a dependency instead. What cannot work on a stand-in object: ``isinstance(r, float)``,
+``type(r)``, ``json.dumps(r)`` and C extensions that demand an exact ``float``; use ``float(r)`` or
+``pk.value(r)`` there.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
 
-from ..errors import DeferredError
+from ..errors import user_facing
 from ..types import DType
 
 _UNSET = object()
@@ -19,13 +23,14 @@ _UNSET = object()
 class Future:
     """A scalar that will exist once the kernel call producing it has run."""
 
-    __slots__ = ("dtype", "_value", "_resolve", "call")
+    __slots__ = ("dtype", "_value", "_resolve", "call", "failure")
 
     def __init__(self, dtype: DType, resolve, call=None):
         self.dtype = dtype
         self._value = _UNSET
         self._resolve = resolve  # callable(future) that runs what this value depends on
         self.call = call
+        self.failure = None  # the tracer's Failure when the call (or one it depends on) failed
 
     @property
     def done(self) -> bool:
@@ -37,15 +42,18 @@ class Future:
         self._resolve = None
         self.call = None
 
+    def set_error(self, failure) -> None:
+        self.failure = failure
+        self._resolve = None
+
+    @user_facing
     def value(self):
         if self._value is _UNSET:
-            call = self.call
-            if self._resolve is not None:
+            if self.failure is None and self._resolve is not None:
                 self._resolve(self)
-            if self._value is _UNSET:  # its flush stopped at an earlier failing kernel, which raised there
-                site = getattr(call, "site", "") or "<unknown>"
-                raise DeferredError(f"the result of the kernel call at {site} was never computed: an earlier delayed "
-                                    "kernel it was flushed with failed")
+            if self.failure is not None:
+                site = getattr(self.call, "site", "") or "<unknown>"
+                raise self.failure.deferred(f"the result of the call at {site}")
         return self._value
 
     result = value
@@ -72,15 +80,25 @@ class Future:
         return round(self.value(), ndigits)
 
     def __trunc__(self):
-        import math
-
         return math.trunc(self.value())
+
+    def __floor__(self):
+        return math.floor(self.value())
+
+    def __ceil__(self):
+        return math.ceil(self.value())
+
+    def __getattr__(self, name):
+        """The number's own methods and attributes (``real``, ``is_integer()``, ``hex()`` ...)."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.value(), name)
 
     def __format__(self, spec):
         return format(self.value(), spec)
 
     def __repr__(self):
-        return repr(self.value()) if self.done else f"<kfuse Future {self.dtype.name} pending>"
+        return repr(self.value())
 
     def __str__(self):
         return str(self.value())
@@ -118,3 +136,8 @@ for _name, _op in [("lt", operator.lt), ("le", operator.le), ("gt", operator.gt)
     setattr(Future, f"__{_name}__", _binary(_op))
 for _name, _op in [("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs), ("invert", operator.invert)]:
     setattr(Future, f"__{_name}__", _unary(_op))
+
+
+def value(x):
+    """``pk.value(r)``: the plain number a Future stands for (anything else is returned as it is)."""
+    return x.value() if isinstance(x, Future) else x

@@ -59,6 +59,23 @@ class Entry:
     writes: tuple
 
 
+def footprint(call) -> tuple:
+    """(reads, writes): the byte ranges of the Views ``call`` reads and writes, from its access summary.
+    Bumps the version of every View it writes (the runtime's sign that a View's contents change)."""
+    access = call.prepared.access
+    reads, writes = [], []
+    for (name, t), arg in zip(call.prepared.spec.params, call.args):
+        if not t.is_view:
+            continue
+        pa = access[name]
+        if pa.read:
+            reads.append(arg.bounds)
+        if pa.write:
+            writes.append(arg.bounds)
+            arg.version += 1
+    return tuple(reads), tuple(writes)
+
+
 class Trace:
     def __init__(self):
         self.entries: list[Entry] = []
@@ -67,18 +84,7 @@ class Trace:
         return len(self.entries)
 
     def append(self, call) -> Entry:
-        access = call.prepared.access
-        reads, writes = [], []
-        for (name, t), arg in zip(call.prepared.spec.params, call.args):
-            if not t.is_view:
-                continue
-            pa = access[name]
-            if pa.read:
-                reads.append(arg.bounds)
-            if pa.write:
-                writes.append(arg.bounds)
-                arg.version += 1
-        entry = Entry(call, tuple(reads), tuple(writes))
+        entry = Entry(call, *footprint(call))
         self.entries.append(entry)
         return entry
 

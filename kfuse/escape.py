@@ -1,0 +1,125 @@
+"""Escaped memory: bytes the host can read or write without passing a kfuse barrier.
+
+A View's own accesses (indexing, ``np.asarray``, printing) go through the host barrier, which runs
+pending kernels first. But a NumPy array the program holds reaches the same bytes directly, so while
+such an array exists, a delayed kernel touching those bytes could run too late (or after the host's
+write). The rule: memory is *escaped* while a NumPy object the user can hold aliases it, and a traced
+call that touches escaped memory runs before control returns to the user (with what it depends on).
+At the moment memory escapes, the barrier has already run every pending call on it, so no pending
+call ever touches escaped memory.
+
+Two ways memory escapes, both tracked here without scanning anything at kernel calls:
+- an *export*: an array kfuse hands out (``np.asarray(view)``, ``view.data``, a row ``view[i]``). It is
+  made over an :class:`Alias` owner, and every array derived from it (slices, reshapes) keeps that
+  owner alive through NumPy's ``base`` chain; the escape ends when the owner dies (a weak reference
+  tells), so ``np.asarray(view).sum()`` escapes for one expression only.
+- a *user base*: the array given to ``pk.array``/``pk.from_numpy``. kfuse holds it through one
+  :class:`Alias` only, so it is escaped exactly while something else (the user's name for it, a slice
+  of it) holds its memory owner: a reference count above kfuse's own.
+NumPy arrays passed straight to a kernel are escaped by definition (the caller holds them).
+
+Not seen (documented): memory reached through weak references resurrected later, ctypes pointers,
+or another process; ``pk.fence()`` makes such memory current.
+"""
+from __future__ import annotations
+
+import sys
+import weakref
+
+import numpy as np
+
+try:  # NumPy 2 moved byte_bounds
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # pragma: no cover - NumPy 1.x
+    from numpy import byte_bounds
+
+
+class Alias:
+    """The ``base`` of arrays that kfuse makes over memory it tracks; it keeps ``target`` alive."""
+
+    __slots__ = ("__array_interface__", "target", "__weakref__")
+
+    def __init__(self, target: np.ndarray):
+        self.__array_interface__ = target.__array_interface__
+        self.target = target
+
+
+class _Entry:
+    __slots__ = ("lo", "hi", "chain")
+
+    def __init__(self, lo: int, hi: int, chain):
+        self.lo, self.hi = lo, hi
+        # An export: None (escaped while it lives). A user base: the arrays from the user's array to its memory
+        # owner, each held once by kfuse's alias or by the previous link; ALWAYS when the owner is not countable.
+        self.chain = chain
+
+    def active(self) -> bool:
+        chain = self.chain
+        if chain is None or chain is ALWAYS:
+            return True
+        # kfuse's own references: the alias (or the previous link), this chain, and getrefcount's argument
+        # (indexing, not a loop variable, which would be one more)
+        return any(sys.getrefcount(chain[i]) > 3 for i in range(len(chain)))
+
+
+ALWAYS = object()
+_entries: dict = {}  # weakref(alias) -> _Entry
+version = 0  # bumped when the set changes, so Views re-derive which entries cover them
+
+
+def _changed() -> None:
+    global version
+    version += 1
+
+
+def _forget(ref) -> None:
+    if _entries.pop(ref, None) is not None:
+        _changed()
+
+
+def _bounds(array: np.ndarray) -> tuple:
+    if not array.size:
+        return (0, 0)
+    return byte_bounds(array)
+
+
+def export(array: np.ndarray) -> np.ndarray:
+    """An array sharing ``array``'s memory, handed to the user: the memory is escaped while it (or
+    anything derived from it) is alive. The caller has already run the barrier for a write."""
+    lo, hi = _bounds(array)
+    if lo == hi:
+        return array
+    alias = Alias(array)
+    _entries[weakref.ref(alias, _forget)] = _Entry(lo, hi, None)
+    _changed()
+    return np.asarray(alias)
+
+
+def adopt(base: np.ndarray) -> np.ndarray:
+    """The array a View keeps for a user's array ``base`` (``pk.array``): same memory, held through one
+    alias, so the user's own references to it (or to the arrays it is a view of) can be counted."""
+    alias = Alias(base)
+    chain = [base]
+    while isinstance(chain[-1], np.ndarray) and chain[-1].base is not None:
+        chain.append(chain[-1].base)
+    owner = chain[-1]
+    if isinstance(owner, Alias):  # the memory of an export: escaped as long as that export lives
+        chain = None
+    elif not isinstance(owner, np.ndarray):  # bytes, mmap, a foreign buffer: the host may reach it any time
+        chain = ALWAYS
+    else:
+        chain = tuple(chain)
+    lo, hi = _bounds(base)
+    if lo != hi:
+        _entries[weakref.ref(alias, _forget)] = _Entry(lo, hi, chain)
+        _changed()
+    return np.asarray(alias)
+
+
+def covering(lo: int, hi: int) -> tuple:
+    """The entries whose memory overlaps [lo, hi) (Views cache this per ``version``)."""
+    return tuple(e for e in _entries.values() if e.lo < hi and lo < e.hi)
+
+
+def is_escaped(entries: tuple) -> bool:
+    return any(e.active() for e in entries)

@@ -1,0 +1,140 @@
+"""What a failed delayed call leaves behind: poisoned memory and Futures, reported where they are needed.
+
+A delayed call that fails (a C++ compile error, a launch the backend refuses, a fault inside the
+kernel) must not take unrelated work with it, and must never leave data silently stale. So the
+failure is recorded against the bytes the call would have written; a later call that reads or writes
+poisoned bytes (or takes a failed Future) is not run and poisons what it would write, with the same
+root failure; a host access to poisoned bytes, a failed Future's value, ``pk.fence()`` and interpreter
+exit raise (or report) a ``DeferredError`` naming the failing call's workunit, call site and error.
+A full host overwrite (``view.fill(x)``, ``view[...] = x``) makes poisoned bytes valid again.
+
+Poison is keyed by byte ranges (like the trace), and each entry lives only while the memory it names
+does (a weak reference to the memory's owner), so a new array reusing freed memory is never poisoned.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..errors import DeferredError, KfuseError
+
+
+class Failure:
+    """The root cause: one call and the error it raised."""
+
+    def __init__(self, call, error: BaseException):
+        self.call = call
+        self.error = error
+        self.reported = False
+
+    def where(self) -> str:
+        return f"kernel '{self.call.prepared.name}' called at {self.call.site or '<unknown>'}"
+
+    def deferred(self, what: str) -> DeferredError:
+        """The error to raise at the use that needed the lost result (marks the failure reported)."""
+        self.reported = True
+        err = DeferredError(f"{what} depends on {self.where()}, which failed:\n{self.error}")
+        err.__cause__ = self.error
+        return err
+
+
+def _owner(array: np.ndarray):
+    """The object whose life is the memory's life (the end of NumPy's ``base`` chain)."""
+    while isinstance(array, np.ndarray) and array.base is not None:
+        array = array.base
+    return array
+
+
+class _Strong:
+    """A stand-in 'weak reference' for owners that cannot be weakly referenced (bytes, say)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __call__(self):
+        return self.obj
+
+
+def _ref(obj):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return _Strong(obj)
+
+
+class Failures:
+    def __init__(self):
+        self._poison: list = []  # (lo, hi, Failure, owner ref)
+        self._failures: list = []  # every root failure not yet reported to the program
+
+    def __bool__(self) -> bool:
+        return bool(self._poison) or bool(self._failures)
+
+    # --- recording ----------------------------------------------------------------------------
+    def fail(self, call, error: BaseException) -> Failure:
+        failure = Failure(call, error)
+        self._failures.append(failure)
+        self.poison(call, failure)
+        return failure
+
+    def poison(self, call, failure: Failure) -> None:
+        """Mark what ``call`` would have written (and its Future) as lost to ``failure``."""
+        access = call.prepared.access
+        for (name, t), arg in zip(call.prepared.spec.params, call.args):
+            if t.is_view and access[name].write and arg.bounds[0] < arg.bounds[1]:
+                owner = arg.owner if hasattr(arg, "owner") else _owner(arg._array)
+                self._poison.append((*arg.bounds, failure, _ref(owner)))
+        if call.result is not None:
+            call.result.set_error(failure)
+
+    # --- queries ------------------------------------------------------------------------------
+    def _live(self):
+        dead = [p for p in self._poison if p[3]() is None]
+        if dead:
+            self._poison = [p for p in self._poison if p[3]() is not None]
+        return self._poison
+
+    def at(self, lo: int, hi: int) -> Failure | None:
+        """The failure that poisoned any of the bytes [lo, hi), if one did."""
+        for plo, phi, failure, _ in self._live():
+            if plo < hi and lo < phi:
+                return failure
+        return None
+
+    def blocking(self, call) -> Failure | None:
+        """Why ``call`` cannot run: it touches poisoned bytes or takes a failed Future (None: it can)."""
+        for _, fut in call.futures:
+            if fut.failure is not None:
+                return fut.failure
+        if not self._poison:
+            return None
+        for (_, t), arg in zip(call.prepared.spec.params, call.args):
+            if t.is_view:
+                found = self.at(*arg.bounds)
+                if found is not None:
+                    return found
+        return None
+
+    def clear(self, lo: int, hi: int) -> None:
+        """The host overwrote [lo, hi) entirely: entries inside it are gone, entries around it stay."""
+        self._poison = [p for p in self._live() if not (lo <= p[0] and p[1] <= hi)]
+
+    # --- reporting ----------------------------------------------------------------------------
+    def unreported(self) -> list:
+        return [f for f in self._failures if not f.reported]
+
+    def raise_unreported(self) -> None:
+        """Raise the first failure the program has not heard of yet (``pk.fence()``, ``disable_fusion``)."""
+        pending = self.unreported()
+        self._failures = []
+        if pending:
+            more = f" (and {len(pending) - 1} more failed calls)" if len(pending) > 1 else ""
+            raise pending[0].deferred(f"pk.fence(){more}")
+
+
+def is_fault(error: BaseException) -> bool:
+    """A fault raised while the kernel ran (memory may be half-written), not before it started."""
+    return isinstance(error, (ZeroDivisionError, IndexError, ArithmeticError)) and isinstance(error, KfuseError)
