@@ -157,9 +157,13 @@ def _is_integer(x) -> bool:
     return isinstance(x, (int, np.integer, np.bool_))
 
 
+_INT64_MIN = np.iinfo(np.int64).min
+
+
 def _divide(a, b, op: str):
-    """``a op b`` as a compiled kernel computes it: an integer zero divisor (or MIN // -1 of a type of 32 bits
-    or more, which C++ traps on) is a fault; a float one gives inf or nan."""
+    """``a op b`` as a compiled kernel computes it: an integer zero divisor is a fault, and so is
+    INT64_MIN // -1 (compiled kernels compute integers in 64 bits, and C++ traps on it); a float zero divisor
+    gives inf or nan."""
     a = a.v if isinstance(a, _Acc) else a
     b = b.v if isinstance(b, _Acc) else b
     integers = _is_integer(a) and _is_integer(b) and op != "/"
@@ -168,10 +172,8 @@ def _divide(a, b, op: str):
             raise _DivisionFault(int(a), 0, op)
         with np.errstate(all="ignore"):
             return {"/": np.true_divide, "//": np.floor_divide, "%": np.remainder}[op](a, b)
-    if integers and op == "//" and b == -1:
-        t = np.result_type(a, b)
-        if t.kind == "i" and t.itemsize >= 4 and a == np.iinfo(t).min:
-            raise _DivisionFault(int(a), -1, op)
+    if integers and op == "//" and b == -1 and a == _INT64_MIN:
+        raise _DivisionFault(int(a), -1, op)
     return {"/": operator.truediv, "//": operator.floordiv, "%": operator.mod}[op](a, b)
 
 
