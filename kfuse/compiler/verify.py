@@ -52,12 +52,12 @@ def main() -> int:
             if reason is not None:
                 print(f"cannot repair {root}: it {reason}")
                 return 1
+            for path in entries.sweep(root):  # first: a rebuild below would sweep them unreported
+                report.say(path, "removed abandoned build folder")
+                report.repaired += 1
             _kernels(root, report)
             _pchs(root, report)
             _fused(root, report)
-            for path in entries.sweep(root):
-                report.say(path, "removed abandoned build folder")
-                report.repaired += 1
             _locks(root)
             _make_private(root, report)  # what rebuilding added is private already; this is for the rest
         except OSError as exc:

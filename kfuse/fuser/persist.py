@@ -75,10 +75,12 @@ def _sha256(body: dict) -> str:
 def _decode(text: str, digest: str) -> tuple:
     """(GeneratedKernel, KernelSpec, arg_index, writes) from a file's text; ValueError if it is not one."""
     data = json.loads(text)
-    if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == digest
-            and isinstance(data.get("entry"), dict)):
+    if not (isinstance(data, dict) and sorted(data) == ["entry", "format", "key", "sha256"]
+            and data["format"] == FORMAT and data["key"] == digest and isinstance(data["entry"], dict)):
         raise ValueError("not the entry for this key")
     body = data["entry"]
+    if sorted(body) != ["arg_index", "generated", "spec", "writes"]:
+        raise ValueError("unexpected fields")
     if data.get("sha256") != _sha256(body):
         raise ValueError("content does not match its recorded sha256")
     generated = GeneratedKernel.from_json(body.get("generated"))
