@@ -17,9 +17,12 @@ Two ways memory escapes, both tracked here without scanning anything at kernel c
   :class:`Alias` only, so it is escaped exactly while something else (the user's name for it, a slice
   of it) holds its memory owner: a reference count above kfuse's own.
 NumPy arrays passed straight to a kernel are escaped by definition (the caller holds them).
+A user base that is read-only (``writeable`` off through its whole base chain) does not escape for
+kernels that only read it: the program cannot change it behind kfuse's back.
 
 Not seen (documented): memory reached through weak references resurrected later, ctypes pointers,
-or another process; ``pk.fence()`` makes such memory current.
+another process, or a read-only array made writeable again while a kernel reading it is pending;
+``pk.fence()`` makes such memory current.
 """
 from __future__ import annotations
 
@@ -53,10 +56,13 @@ class _Entry:
         # owner, each held once by kfuse's alias or by the previous link; ALWAYS when the owner is not countable.
         self.chain = chain
 
-    def active(self) -> bool:
+    def active(self, write: bool) -> bool:
+        """Whether a kernel that reads (``write`` False) or also writes this memory must run at once."""
         chain = self.chain
         if chain is None or chain is ALWAYS:
             return True
+        if not write and not any(chain[i].flags.writeable for i in range(len(chain))):
+            return False  # the program cannot change read-only memory, so a delayed read sees what it would now
         # kfuse's own references: the alias (or the previous link), this chain, and getrefcount's argument
         # (indexing, not a loop variable, which would be one more)
         return any(sys.getrefcount(chain[i]) > 3 for i in range(len(chain)))
@@ -121,5 +127,5 @@ def covering(lo: int, hi: int) -> tuple:
     return tuple(e for e in _entries.values() if e.lo < hi and lo < e.hi)
 
 
-def is_escaped(entries: tuple) -> bool:
-    return any(e.active() for e in entries)
+def is_escaped(entries: tuple, write: bool) -> bool:
+    return any(e.active(write) for e in entries)

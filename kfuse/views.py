@@ -93,12 +93,13 @@ class View:
         dtype_of(array.dtype)
         return cls(None, _array=array)
 
-    def escaped(self) -> bool:
-        """Whether the host can reach this View's bytes without a barrier right now (kfuse/escape.py)."""
+    def escaped(self, write: bool = True) -> bool:
+        """Whether a kernel reading (and, with ``write``, writing) this View must run at once, because the
+        host can reach its bytes without a barrier right now (kfuse/escape.py)."""
         cached = self._escapes
         if cached is None or cached[0] != escape.version:
             cached = self._escapes = (escape.version, escape.covering(*self.bounds))
-        return bool(cached[1]) and escape.is_escaped(cached[1])
+        return bool(cached[1]) and escape.is_escaped(cached[1], write)
 
     def subview(self, *index) -> "View":
         """A View of a slice of this one, sharing its memory (writes through one are seen by the other).
@@ -194,7 +195,7 @@ class NumpyArgument(View):
 
     __slots__ = ()
 
-    def escaped(self) -> bool:
+    def escaped(self, write: bool = True) -> bool:
         return True
 
 
@@ -232,7 +233,7 @@ class DeviceView(View):
         self._escapes = None
         return self
 
-    def escaped(self) -> bool:
+    def escaped(self, write: bool = True) -> bool:
         return True  # the caller reads it through its own GPU library, past every kfuse barrier
 
 

@@ -161,6 +161,33 @@ def test_escape_ends_when_the_user_drops_the_base():
     np.testing.assert_array_equal(np.asarray(v), X0 + 2.0)
 
 
+def test_read_only_inputs_the_program_holds_still_fuse():
+    """A read-only array cannot change behind kfuse's back: kernels only reading it stay delayed."""
+    def program():
+        base = X0.copy()
+        base.flags.writeable = False
+        v, w, out = pk.array(base), pk.View(N), pk.View(N)
+        pk.parallel_for(N, w_affine, x=v, y=w)
+        pk.parallel_for(N, w_affine, x=w, y=out)
+        launched = pk.stats()["kernels_launched"]
+        return [np.asarray(out).copy(), launched]
+
+    pk.reset_stats()
+    eager, fused = observe(program)
+    assert eager[1] == 2 and fused[1] == 2  # eager ran both; fused ran none before the read (stats cumulative)
+    assert_same(eager[:1], fused[:1])
+
+
+def test_a_kernel_writing_a_held_array_runs_at_once_even_if_read_only_elsewhere():
+    pk.enable_fusion()
+    base = X0.copy()
+    v = pk.array(base)
+    pk.reset_stats()
+    pk.parallel_for(N, w_inc, x=v)
+    assert pk.stats()["kernels_launched"] == 1 and pk.stats()["escaped_calls"] == 1
+    np.testing.assert_array_equal(base, X0 + 1.0)  # the program sees it through its own array at once
+
+
 # --- failures ----------------------------------------------------------------------------------------
 @pytest.fixture
 def broken(monkeypatch):

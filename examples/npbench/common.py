@@ -11,8 +11,15 @@ import kfuse as pk
 
 
 def random_matrix(seed: int, *shape) -> np.ndarray:
-    """Uniform [0, 1) doubles from a fixed seed: deterministic, and asymmetric so index mix-ups show."""
-    return np.random.default_rng(seed).random(shape)
+    """Uniform [0, 1) doubles from a fixed seed: deterministic, and asymmetric so index mix-ups show.
+    Read-only, as inputs are: kfuse then keeps delaying (and fusing) the kernels that read them while the
+    caller still holds them (a writable array the caller holds could change under a delayed kernel)."""
+    return read_only(np.random.default_rng(seed).random(shape))
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 def results(*views) -> tuple:

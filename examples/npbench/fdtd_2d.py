@@ -19,7 +19,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
-from examples.npbench.common import main, random_matrix, results  # noqa: E402
+from examples.npbench.common import main, random_matrix, read_only, results  # noqa: E402
 
 SIZES = {"small": {"TMAX": 6, "NX": 30, "NY": 40}, "medium": {"TMAX": 100, "NX": 500, "NY": 600},
          "large": {"TMAX": 200, "NX": 1000, "NY": 1200}}
@@ -52,7 +52,7 @@ def initialize(size: str) -> dict:
     p = SIZES[size]
     nx, ny = p["NX"], p["NY"]
     return {"TMAX": p["TMAX"], "ex": random_matrix(51, nx, ny), "ey": random_matrix(52, nx, ny),
-            "hz": random_matrix(53, nx, ny), "_fict_": np.arange(p["TMAX"], dtype=np.float64)}
+            "hz": random_matrix(53, nx, ny), "_fict_": read_only(np.arange(p["TMAX"], dtype=np.float64))}
 
 
 def run_kfuse(TMAX: int, ex: np.ndarray, ey: np.ndarray, hz: np.ndarray, _fict_: np.ndarray):

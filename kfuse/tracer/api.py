@@ -40,7 +40,9 @@ class Tracer:
                 result = Future(call.prepared.spec.accs[0], self.resolve, call)
                 call.result = result
             self.trace.append(call)
-            escaped = [a for a in call.args if isinstance(a, views.View) and a.escaped()]
+            access = call.prepared.access
+            escaped = [a for (name, t), a in zip(call.prepared.spec.params, call.args)
+                       if t.is_view and a.escaped(access[name].write)]
             if escaped:
                 stats.bump("escaped_calls")
                 self._run(self.trace.partition_for(None, False, (call,)))

@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from ..errors import DeferredError, KfuseError
+from ..errors import DeferredError, KernelFault
 
 
 class Failure:
@@ -137,4 +137,4 @@ class Failures:
 
 def is_fault(error: BaseException) -> bool:
     """A fault raised while the kernel ran (memory may be half-written), not before it started."""
-    return isinstance(error, (ZeroDivisionError, IndexError, ArithmeticError)) and isinstance(error, KfuseError)
+    return isinstance(error, KernelFault)
