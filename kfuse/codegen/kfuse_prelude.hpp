@@ -139,15 +139,26 @@ KOKKOS_INLINE_FUNCTION auto kf_mod_checked(A a, B b, int site) -> decltype(a % b
 }
 
 // KFUSE_BOUNDS_CHECK: an element of a View, or the record's scratch element when an index is out of range.
-// One unsigned comparison per index also catches negative indices.
+// One unsigned comparison per index also catches negative indices. The fault path is out of line and cold, so
+// the check costs the hot loop a compare and a branch that is never taken.
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define KF_COLD __attribute__((noinline, cold))
+#define KF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define KF_COLD
+#define KF_UNLIKELY(x) (x)
+#endif
+template <class T>
+KOKKOS_FUNCTION KF_COLD T& kf_index_fault(int site, int dim, int64_t index, int64_t extent) {
+  kf_fault(site, dim, index, extent);
+  return *reinterpret_cast<T*>(kf_fault_record().scratch);
+}
 template <class V, class... I>
 KOKKOS_INLINE_FUNCTION typename V::reference_type kf_at(const V& v, int site, I... i) {
   const int64_t index[] = {static_cast<int64_t>(i)...};
   for (int d = 0; d < static_cast<int>(sizeof...(I)); ++d) {
-    if (static_cast<uint64_t>(index[d]) >= static_cast<uint64_t>(v.extent(d))) {
-      kf_fault(site, d, index[d], static_cast<int64_t>(v.extent(d)));
-      return *reinterpret_cast<typename V::value_type*>(kf_fault_record().scratch);
-    }
+    if (KF_UNLIKELY(static_cast<uint64_t>(index[d]) >= static_cast<uint64_t>(v.extent(d))))
+      return kf_index_fault<typename V::value_type>(site, d, index[d], static_cast<int64_t>(v.extent(d)));
   }
   return v(i...);
 }
@@ -160,10 +171,8 @@ KOKKOS_INLINE_FUNCTION T& kf_at_ptr(T* p, int site, X... x) {
   const KfIx ix[] = {x...};
   int64_t offset = 0;
   for (int d = 0; d < static_cast<int>(sizeof...(X)); ++d) {
-    if (static_cast<uint64_t>(ix[d].index) >= static_cast<uint64_t>(ix[d].extent)) {
-      kf_fault(site, d, ix[d].index, ix[d].extent);
-      return *reinterpret_cast<T*>(kf_fault_record().scratch);
-    }
+    if (KF_UNLIKELY(static_cast<uint64_t>(ix[d].index) >= static_cast<uint64_t>(ix[d].extent)))
+      return kf_index_fault<T>(site, d, ix[d].index, ix[d].extent);
     offset += ix[d].index * ix[d].stride;
   }
   return p[offset];
