@@ -85,17 +85,11 @@ def build(name: str, source: str) -> Artifact:
 
 def _kernel(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str) -> Artifact:
     final = root / "kernels" / key[:2] / key
-    if _checked(final, "kernel", key) is None:
-        return _hit(final, name, key)
-    with locks.held(root, entries.lock_name("kernel", key), on_wait=lambda: _notify("wait", name, key)):
-        reason = _checked(final, "kernel", key)  # another process may have built it while we waited
-        if reason is None:
-            return _hit(final, name, key)
-        if reason != MISSING:
-            warn(f"kfuse cache entry {final} {reason}: rebuilding it")
-            _notify("repair", name, key)
-        seconds = _compile(root, tc, name, source, key, final)
-        _verified[final] = entries.signature(final, "kernel")  # just built: no need to hash it again
+    seconds = _obtain(root, final, "kernel", key, name, lambda: _compile(root, tc, name, source, key, final))
+    if seconds is None:
+        stats.bump("cache_hits")
+        _notify("hit", name, key)
+        return Artifact(name, key, final / "kernel.so", False, 0.0)
     stats.bump("compiles")
     _notify("compile", name, key)
     if config.VERBOSE.get():
@@ -103,10 +97,21 @@ def _kernel(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str) 
     return Artifact(name, key, final / "kernel.so", True, seconds)
 
 
-def _hit(final: Path, name: str, key: str) -> Artifact:
-    stats.bump("cache_hits")
-    _notify("hit", name, key)
-    return Artifact(name, key, final / "kernel.so", False, 0.0)
+def _obtain(root: Path, final: Path, kind: str, key: str, name: str, make):
+    """None when the entry in ``final`` passes its checks (perhaps built by another process while this one
+    waited for its lock); else what ``make()`` returns after building it here, replacing a damaged one."""
+    if _checked(final, kind, key) is None:
+        return None
+    with locks.held(root, entries.lock_name(kind, key), on_wait=lambda: _notify("wait", name, key)):
+        reason = _checked(final, kind, key)
+        if reason is None:
+            return None
+        if reason != MISSING:
+            warn(f"kfuse cache entry {final} {reason}: rebuilding it")
+            _notify("repair", name, key)
+        made = make()
+        _verified[final] = entries.signature(final, kind)  # just built: no need to hash it again
+        return made
 
 
 def _compile(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str, final: Path) -> float:
@@ -139,29 +144,24 @@ def _ensure_pch(tc: tc_mod.Toolchain, root: Path | None = None) -> Path | None:
     root = root or cache_root()
     key = pch_key(tc)
     final = root / "pch" / key
-    header = final / "kfuse_prelude.hpp"
-    if _checked(final, "pch", key) is None:
-        return header
-    with locks.held(root, entries.lock_name("pch", key)):
-        reason = _checked(final, "pch", key)
-        if reason is None:
-            return header
-        if reason != MISSING:
-            warn(f"kfuse cache entry {final} {reason}: rebuilding it")
-        build_dir = entries.new_build(root, "pch", key)
-        try:
-            shutil.copy(tc_mod.PRELUDE, build_dir / "kfuse_prelude.hpp")
-            cmd = [tc.cxx, *tc.compile_flags, "-x", "c++-header", str(build_dir / "kfuse_prelude.hpp"),
-                   "-o", str(build_dir / "kfuse_prelude.hpp.gch")]
-            if subprocess.run(cmd, capture_output=True, text=True).returncode != 0:
-                return None
-            entries.write_meta(build_dir, "pch", key, "kfuse_prelude", toolchain=tc.fingerprint,
-                               created=time.time())
-            entries.publish(build_dir, final, root / "tmp")
-        finally:
-            shutil.rmtree(build_dir, ignore_errors=True)
-        _verified[final] = entries.signature(final, "pch")
-    return header
+    made = _obtain(root, final, "pch", key, "kfuse_prelude", lambda: _make_pch(root, tc, key, final))
+    return None if made is False else final / "kfuse_prelude.hpp"
+
+
+def _make_pch(root: Path, tc: tc_mod.Toolchain, key: str, final: Path) -> bool:
+    """Build and publish the precompiled prelude; False if the compiler cannot make one."""
+    build_dir = entries.new_build(root, "pch", key)
+    try:
+        shutil.copy(tc_mod.PRELUDE, build_dir / "kfuse_prelude.hpp")
+        cmd = [tc.cxx, *tc.compile_flags, "-x", "c++-header", str(build_dir / "kfuse_prelude.hpp"),
+               "-o", str(build_dir / "kfuse_prelude.hpp.gch")]
+        if subprocess.run(cmd, capture_output=True, text=True).returncode != 0:
+            return False
+        entries.write_meta(build_dir, "pch", key, "kfuse_prelude", toolchain=tc.fingerprint, created=time.time())
+        entries.publish(build_dir, final, root / "tmp")
+        return True
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
 
 
 def _failure_log(root: Path, name: str, key: str, log: str, source: str) -> Path:

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from . import locks
-from .trust import MISSING, make_private_dir, make_private_files, problem as trust_problem
+from .trust import make_private_dir, make_private_files, problem as trust_problem
 
 FORMAT = 2  # meta.json layout; entries of another format are never used
 

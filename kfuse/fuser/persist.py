@@ -5,9 +5,9 @@ re-transform and regenerate every group before the compiled-library cache could 
 25 ms a group). This stores the outcome (generated C++, spec, parameter map, written Views) under a key made
 of everything it depends on: kfuse's own source, each member kernel's resolved AST and specialisation, the
 aliasing and scalar-equality patterns, the enabled transforms and the settings that change generated code
-(``config.cache_key``). Entries are JSON (loading one runs no
-code, unlike a pickle), written atomically and privately, and checked when read: a file another user owns or
-could write, or one that does not parse into exactly the expected fields, is ignored (with a warning) and
+(``config.cache_key``). Entries are JSON (loading one runs no code, unlike a pickle) carrying the sha256 of
+their content, written atomically and privately, and checked when read: a file another user owns or could
+write, or one that does not hash or parse into exactly the expected fields, is ignored (with a warning) and
 rebuilt.
 """
 from __future__ import annotations
