@@ -114,11 +114,13 @@ KOKKOS_INLINE_FUNCTION void kf_fault(int site, int dim, int64_t a, int64_t b) {
 }
 
 // C++ also traps on MIN / -1 of a signed type (the quotient does not fit); int8/int16 are promoted and do not.
+// (A constexpr scalar, not numeric_limits<T>::min(): CUDA device code may read the one, not call the other.)
+template <class T>
+constexpr T kf_lowest = std::numeric_limits<T>::min();
 template <class A, class B>
 KOKKOS_INLINE_FUNCTION bool kf_quotient_overflows(A a, B b) {
   using T = decltype(a / b);
-  return std::is_signed<T>::value && static_cast<T>(b) == T(-1) &&
-         static_cast<T>(a) == std::numeric_limits<T>::min();
+  return std::is_signed<T>::value && static_cast<T>(b) == T(-1) && static_cast<T>(a) == kf_lowest<T>;
 }
 template <class A, class B>
 KOKKOS_INLINE_FUNCTION auto kf_floordiv_checked(A a, B b, int site) -> decltype(a / b) {
