@@ -8,6 +8,7 @@ import time as _time
 
 from .errors import (ArgumentError, CompileError, DeferredError, KernelTypeError, KfuseError, LaunchError,
                      SourceError, UnsupportedSyntaxError)
+from .errors import InternalError, user_facing as _user_facing
 from .frontend.workunit import function, workunit
 from .kernel_api import *  # noqa: F401,F403 - math, atomics, printf for kernels
 from .kernel_api import pow  # noqa: A004
@@ -28,6 +29,7 @@ pi = 3.141592653589793
 e = 2.718281828459045
 
 
+@_user_facing
 def fence() -> None:
     """Wait for all work, including kernels still pending in the trace."""
     from .runtime import device, kokkos_runtime
@@ -71,5 +73,6 @@ class Timer:
 
 
 from .tracer.api import disable_fusion, enable_fusion, explain, fusion, fusion_enabled  # noqa: E402
+disable_fusion = _user_facing(disable_fusion)  # it runs pending work, which may fail
 from .transforms.manager import set_transforms  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403 - NumPy-style array operations (pk.add, pk.sum, pk.zeros ...)

@@ -6,7 +6,14 @@ with a caret, so a user can fix their kernel without reading kfuse's code.
 from __future__ import annotations
 
 import ast
+import dis
+import functools
 import linecache
+import os
+import sysconfig
+from types import TracebackType
+
+from . import config
 
 
 class KfuseError(Exception):
@@ -63,6 +70,102 @@ class LaunchError(KfuseError):
 
 class DeferredError(KfuseError):
     """A delayed kernel call failed when its result was needed; names the original call site."""
+
+
+class InternalError(KfuseError):
+    """A bug in kfuse itself, not in the user's program: an exception kfuse's own code did not mean to raise.
+    It is chained to that exception, whose traceback shows where inside kfuse it happened."""
+
+
+# --- what an error looks like where it reaches the user --------------------------------------------
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_LIBRARIES = tuple(sorted({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                           for k in ("stdlib", "platstdlib", "purelib", "platlib")}))
+_RAISE = dis.opmap["RAISE_VARARGS"]
+
+
+def user_facing(fn):
+    """Decorate a public entry point with :func:`public_error` (costs one Python call when nothing is raised)."""
+    @functools.wraps(fn)
+    def kfuse_entry(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise public_error(exc)
+    return kfuse_entry
+
+
+def public_error(exc: Exception) -> BaseException:
+    """What an entry point raises when ``exc`` escapes it: ``raise public_error(exc)`` in its ``except`` clause.
+
+    So that the user sees their own call and kfuse's message: a KfuseError loses kfuse's own frames
+    (KFUSE_DEBUG=1 keeps them); an exception kfuse's code did not raise on purpose (an AttributeError, a
+    RecursionError, a failed assertion) becomes an InternalError chained to it. Anything else is the same
+    exception with the same traceback: exceptions of the user's own code that kfuse ran (a Debug-space
+    workunit, a user object's method), errors kfuse raises on purpose as built-in types (a bad policy's
+    TypeError), OSError and MemoryError. KeyboardInterrupt and SystemExit are not caught at all.
+    """
+    if isinstance(exc, KfuseError) and not config.DEBUG.get():
+        return _hide_internal_frames(exc)
+    if not isinstance(exc, KfuseError) and _is_internal(exc):
+        kind = type(exc).__qualname__ if type(exc).__module__ == "builtins" else \
+            f"{type(exc).__module__}.{type(exc).__qualname__}"
+        error = InternalError(f"kfuse failed internally with {kind}: {exc}\nThis is a bug in kfuse, not in your "
+                              "program; please report it with the traceback above.")
+        error.__cause__ = exc
+        return error
+    # unchanged: drop the entry point's own frame, which ``raise`` adds back
+    return exc.with_traceback(exc.__traceback__.tb_next if exc.__traceback__ else None)
+
+
+def _in_kfuse(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE)
+
+
+def _in_users_code(filename: str) -> bool:
+    """Neither kfuse, nor Python's or installed libraries, nor generated code (``<string>``, ``<frozen ...>``)."""
+    return not filename.startswith("<") and not _in_kfuse(filename) and \
+        not os.path.abspath(filename).startswith(_LIBRARIES)
+
+
+def _entries(tb: TracebackType | None):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _is_internal(exc: Exception) -> bool:
+    """Whether an exception that escaped an entry point is kfuse's bug rather than the user's or the system's."""
+    if isinstance(exc, (OSError, MemoryError)):
+        return False
+    entries = list(_entries(exc.__traceback__))
+    if any(_in_users_code(tb.tb_frame.f_code.co_filename) for tb in entries):
+        return False
+    innermost = entries[-1]
+    code = innermost.tb_frame.f_code
+    on_purpose = _in_kfuse(code.co_filename) and code.co_code[innermost.tb_lasti] == _RAISE
+    return isinstance(exc, AssertionError) or not on_purpose
+
+
+def _hide_internal_frames(exc: KfuseError) -> KfuseError:
+    """``exc`` with only the user's own frames left in its traceback (kfuse's, and those of the libraries
+    kfuse called, dropped) and in those of the exceptions it was chained to; an InternalError's cause
+    keeps every frame, since it is the bug to report."""
+    seen: set = set()
+    pending: list = [exc]
+    while pending:
+        error = pending.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        kept = [tb for tb in _entries(error.__traceback__) if _in_users_code(tb.tb_frame.f_code.co_filename)]
+        rebuilt = None
+        for tb in reversed(kept):
+            rebuilt = TracebackType(rebuilt, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+        error.__traceback__ = rebuilt
+        if not isinstance(error, InternalError):
+            pending += [e for e in (error.__cause__, error.__context__) if e is not None]
+    return exc
 
 
 class KernelFault(LaunchError):

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..errors import SourceError
+from ..errors import SourceError, UnsupportedSyntaxError
 
 _counter = itertools.count(1)
 
@@ -63,7 +63,27 @@ def parse_function(fn) -> ParsedFunction:
                 namespace[name] = cell.cell_contents
             except ValueError:  # an empty cell: the name is assigned later in the enclosing scope
                 pass
-    return ParsedFunction(fn=fn, name=fn.__name__, tree=tree, filename=filename, namespace=namespace)
+    parsed = ParsedFunction(fn=fn, name=fn.__name__, tree=tree, filename=filename, namespace=namespace)
+    _check_nesting(parsed)
+    return parsed
+
+
+#: Deepest AST nesting accepted: kfuse's passes recurse over the tree (copy.deepcopy alone takes about
+#: four Python frames per level), so this keeps them far from Python's recursion limit of 1,000 frames.
+MAX_NESTING = 100
+
+
+def _check_nesting(parsed: ParsedFunction) -> None:
+    pending = [(parsed.tree, 1, parsed.tree)]  # node, its depth, its statement
+    while pending:
+        node, depth, statement = pending.pop()
+        statement = node if isinstance(node, ast.stmt) else statement
+        if depth > MAX_NESTING:
+            raise parsed.error(f"code nested more than {MAX_NESTING} levels deep (a very long chain of operators, or "
+                               "deeply nested calls or parentheses)", statement,
+                               hint="split it into several statements with temporary variables",
+                               cls=UnsupportedSyntaxError)
+        pending.extend((child, depth + 1, statement) for child in ast.iter_child_nodes(node))
 
 
 class Workunit:

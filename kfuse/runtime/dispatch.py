@@ -8,6 +8,7 @@ which 1-2 us are the C++ launch (``benchmarks/bench_dispatch.py``; PyKokkos take
 """
 from __future__ import annotations
 
+import ast
 import sys
 from dataclasses import dataclass, field
 
@@ -16,7 +17,7 @@ import numpy as np
 from .. import spaces
 from ..codegen.kernel import generate
 from ..compiler import toolchain
-from ..errors import ArgumentError, DeferredError, KfuseError
+from ..errors import ArgumentError, DeferredError, KfuseError, public_error
 from ..frontend.normalize import KernelSource, annotation_dtype, normalize
 from ..frontend.spec import ArgType, KernelSpec
 from ..frontend.workunit import Workunit
@@ -101,13 +102,33 @@ def _source(wu: Workunit) -> KernelSource:
 
 def _user_params(wu: Workunit, op: str, policy) -> list[str]:
     names = wu.parsed.param_names
-    fixed = (1 if isinstance(policy, TeamPolicy) else policy.rank) + (1 if op in ("reduce", "scan") else 0) + \
-        (1 if op == "scan" else 0)
+    indices = 1 if isinstance(policy, TeamPolicy) else policy.rank
+    fixed = indices + (1 if op in ("reduce", "scan") else 0) + (1 if op == "scan" else 0)
     if len(names) < fixed:
         raise ArgumentError(f"workunit '{wu.__name__}' has {len(names)} parameters but a {op} over this policy "
                             f"needs at least {fixed} (thread index(es){', accumulator' if op != 'for' else ''}"
                             f"{', last_pass' if op == 'scan' else ''})")
+    if indices > 1:
+        _check_thread_indices(wu, names[:indices])
     return names[fixed:]
+
+
+def _check_thread_indices(wu: Workunit, indices: list[str]) -> None:
+    """A workunit written for fewer dimensions than its MDRangePolicy would get a thread index in a View
+    parameter; say so, instead of complaining later that the View's argument matches no parameter."""
+    annotations = _source(wu).annotations
+    arrays = {n.value.id for n in ast.walk(wu.parsed.tree)
+              if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)}
+    for position, name in enumerate(indices):
+        annotation = annotations.get(name)
+        if name in arrays or isinstance(annotation, (_ViewAnnotation, _AccAnnotation)):
+            rank = len(indices)
+            kind = "an accumulator" if isinstance(annotation, _AccAnnotation) else "a View"
+            fix = ("launch it with a 1-D policy (an int n or pk.RangePolicy(b, e))" if position == 1 else
+                   f"launch it with a {position}-D MDRangePolicy" if position > 1 else "put the thread indices first")
+            raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is {kind}, but a {rank}-D "
+                                f"MDRangePolicy passes thread indices to its first {rank} parameters "
+                                f"({', '.join(indices)}); {fix}, or give it {rank} index parameters")
 
 
 def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
@@ -277,10 +298,18 @@ def _converter(t: ArgType, value):
     if isinstance(value, Future):
         return None  # bound once its value is known (KernelCall.bound_args)
     if t.dtype.is_float:
-        return None if type(value) is float else float
+        return None if type(value) is float else _int_as_float if type(value) is int else float
     if t.dtype is DType.bool:
         return _flag
-    return None if type(value) is int else int
+    return None if type(value) is int else int  # whether it fits its C++ type is checked when packing
+
+
+def _int_as_float(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ArgumentError(f"an integer of {len(str(abs(value)))} digits is too large for a float parameter "
+                            "(at most about 1.8e308)") from None
 
 
 def _flag(value) -> int:
@@ -418,19 +447,30 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
     return execute(call)
 
 
+# The public entry points catch what escapes them themselves (errors.public_error): a try costs nothing when
+# nothing is raised, where a decorator would add a Python call to every launch.
 def parallel_for(*args, **kwargs) -> None:
     """Run ``workunit(i, **kwargs)`` for every i of the policy (PyKokkos signature)."""
-    _dispatch("for", args, kwargs)
+    try:
+        _dispatch("for", args, kwargs)
+    except Exception as exc:
+        raise public_error(exc)
 
 
 def parallel_reduce(*args, **kwargs):
     """Sum of ``acc`` contributions over the policy; a Future while fusion is on."""
-    return _dispatch("reduce", args, kwargs)
+    try:
+        return _dispatch("reduce", args, kwargs)
+    except Exception as exc:
+        raise public_error(exc)
 
 
 def parallel_scan(*args, **kwargs):
     """Inclusive/exclusive scan (the workunit decides via ``last_pass``); returns the total."""
-    return _dispatch("scan", args, kwargs)
+    try:
+        return _dispatch("scan", args, kwargs)
+    except Exception as exc:
+        raise public_error(exc)
 
 
 def raise_deferred(call: KernelCall, exc: KfuseError):

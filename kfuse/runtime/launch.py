@@ -2,18 +2,25 @@
 
 A launch costs one ``struct.pack`` and one ctypes call; View pointers, extents and strides are read
 from attributes the View computed once when it was made. ``benchmarks/bench_dispatch.py`` measures it.
+
+Each loaded library is a few memory mappings, and a process may hold about 65,000 (vm.max_map_count),
+so at most KFUSE_MAX_LOADED_KERNELS kernels stay loaded: loading one more unloads the one launched
+least recently (second-chance order), and an unloaded kernel loads itself again at its next launch.
 """
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import struct
 
+from .. import config
 from ..codegen.kernel import GeneratedKernel
 from ..compiler import cache
-from ..errors import LaunchError, kernel_fault
+from ..errors import ArgumentError, LaunchError, kernel_fault
 from ..frontend.spec import KernelSpec
 from ..policies import MDRangePolicy, RangePolicy
-from . import device, kokkos_runtime, stats
+from ..types import DType
+from . import device, guard, kokkos_runtime, stats
 
 DEVICE_SPACES = ("Cuda", "HIP")
 
@@ -28,7 +35,13 @@ profile: list | None = None
 
 
 class CompiledKernel:
-    """A kernel library loaded into the process."""
+    """A kernel library, loaded into the process while it is among the most recently launched ones.
+
+    Holders (a Prepared specialisation, the fused-kernel cache) keep the object; whether its library is
+    loaded is this class's business. Unloading happens only inside a load, under ``guard.lock`` like
+    every launch, so no thread is running the code it unmaps, and it swaps the entry point for
+    ``_load_and_call`` first, so a later launch loads the library again instead of calling unmapped code.
+    """
 
     def __init__(self, generated: GeneratedKernel, spec: KernelSpec, fused: bool = False, writes: tuple = ()):
         """``writes``: per parameter, whether the kernel writes that View (device spaces keep copies coherent)."""
@@ -36,24 +49,53 @@ class CompiledKernel:
         self.name = generated.name
         self.spec = spec
         self.fused = fused
+        self._generated = generated  # to load (or rebuild) the library again after it was unloaded
         self.artifact = cache.build(generated.name, generated.source)
-        self.lib = ctypes.CDLL(str(self.artifact.library))
-        # No argtypes: every call passes bytes, two ctypes buffers and a c_int64, which ctypes hands to C
-        # as they are; declaring argtypes would convert each argument again on every launch (~0.3 us).
-        self._fn = self.lib.kfuse_launch
-        self._fn.restype = ctypes.c_int
-        self._last_ns = ctypes.c_int64.in_dll(self.lib, "kfuse_last_ns")
+        self.recent = True  # launched since the eviction sweep last passed it
+        self._load()
         n_results = len(generated.result_format)
         self._out = ctypes.create_string_buffer(max(8, 8 * n_results))
         self._unpack = struct.Struct("=" + generated.result_format).unpack_from if n_results else None
         self.on_device = spec.space in DEVICE_SPACES
         writes = writes or tuple(t.is_view or None for _, t in spec.params)  # unknown: assume every View written
         self.pack = _packer(struct.Struct("=" + generated.slot_format).pack, spec,
-                            writes if self.on_device else None)
+                            writes if self.on_device else None, self.name, fused)
         self._writes = writes
+
+    def _load(self) -> None:
+        with guard.lock:
+            _make_room()
+            self.lib = ctypes.CDLL(str(self.artifact.library))
+            # No argtypes: every call passes bytes, two ctypes buffers and a c_int64, which ctypes hands to C
+            # as they are; declaring argtypes would convert each argument again on every launch (~0.3 us).
+            self._fn = self.lib.kfuse_launch
+            self._fn.restype = ctypes.c_int
+            self._last_ns = ctypes.c_int64.in_dll(self.lib, "kfuse_last_ns")
+            _loaded[self] = None
+            stats.bump("kernels_loaded")
+
+    def _unload(self) -> None:
+        """Close the library; ``_fn`` loads it again if the kernel is launched later."""
+        handle = self.lib._handle
+        self._last_ns = ctypes.c_int64(self._last_ns.value)  # ``last_seconds`` stays readable
+        self._fn = self._load_and_call
+        self.lib = None
+        _ctypes.dlclose(handle)
+        stats.bump("kernels_unloaded")
+
+    def _load_and_call(self, *entry_args):
+        """The entry point of an unloaded kernel: load the library again (rebuilding it if the cache lost it)."""
+        self.artifact = cache.build(self._generated.name, self._generated.source)
+        self._load()
+        return self._fn(*entry_args)
+
+    @property
+    def loaded(self) -> bool:
+        return self.lib is not None
 
     def launch(self, bounds: tuple, args: tuple):
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
+        self.recent = True
         if self.on_device:
             device.before_launch(args)
         rc = self._fn(self.pack(bounds, args), self._out, _err, _errlen)
@@ -76,23 +118,84 @@ class CompiledKernel:
         return self._last_ns.value * 1e-9
 
 
-def _packer(pack, spec: KernelSpec, device_writes: tuple | None = None):
+#: Loaded kernels in the order the eviction sweep visits them (dicts keep insertion order).
+_loaded: dict = {}
+
+
+def _make_room() -> None:
+    """Unload kernels until one more fits under KFUSE_MAX_LOADED_KERNELS. Second chance: a kernel launched
+    since the sweep last passed it goes to the back instead, so the least recently launched go first."""
+    limit = max(1, config.MAX_LOADED_KERNELS.get())
+    while len(_loaded) >= limit:
+        kernel = next(iter(_loaded))
+        del _loaded[kernel]
+        if kernel.recent:
+            kernel.recent = False
+            _loaded[kernel] = None
+        else:
+            kernel._unload()
+
+
+def loaded_count() -> int:
+    return len(_loaded)
+
+
+def _packer(pack, spec: KernelSpec, device_writes: tuple | None, name: str, fused: bool):
     """``pack(bounds, args) -> bytes`` as one expression, built once per kernel so a launch runs no loop.
 
     Slots: the policy bounds, then per parameter its value, or a View's pointer and extents (and
-    strides when it is not C-contiguous) -- the layout ``codegen.kernel`` unpacks.
+    strides when it is not C-contiguous) -- the layout ``codegen.kernel`` unpacks. Integer slots are
+    int64: a value outside the parameter's type is reported by name (``_out_of_range``), not packed.
     """
     parts = ["*bounds"]
     for i, (_, t) in enumerate(spec.params):
         if not t.is_view:
-            parts.append(f"args[{i}]")
+            narrow = t.dtype.is_int and t.dtype is not DType.int64
+            parts.append(f"fit(args[{i}], {', '.join(map(str, _limits(t.dtype)))})" if narrow else f"args[{i}]")
             continue
         pointer = f"args[{i}].ptr" if device_writes is None else f"dptr(args[{i}], {bool(device_writes[i])})"
         parts += [pointer, f"*args[{i}].shape"]
         if t.layout == "stride":
             parts.append(f"*args[{i}].strides")
-    return eval(f"lambda bounds, args: pack({', '.join(parts)})",  # noqa: S307 - our own text
-                {"pack": pack, "dptr": device.device_pointer})
+    text = (f"def pack_arguments(bounds, args):\n"
+            f"    try:\n"
+            f"        return pack({', '.join(parts)})\n"
+            f"    except (struct.error, OverflowError) as exc:\n"
+            f"        raise out_of_range(bounds, args) or exc\n")
+    namespace = {"pack": pack, "dptr": device.device_pointer, "fit": _fit, "struct": struct,
+                 "out_of_range": lambda bounds, args: _out_of_range(spec, name, fused, bounds, args)}
+    exec(text, namespace)  # noqa: S102 - our own text
+    return namespace["pack_arguments"]
+
+
+def _limits(dtype: DType) -> tuple[int, int]:
+    bits = dtype.bits
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype.is_signed else (0, (1 << bits) - 1)
+
+
+def _fit(value: int, low: int, high: int) -> int:
+    """``value`` as its int64 slot: checked against the parameter's type, uint64 above 2**63 wrapped."""
+    if not low <= value <= high:
+        raise OverflowError
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _out_of_range(spec: KernelSpec, name: str, fused: bool, bounds: tuple, args: tuple) -> ArgumentError | None:
+    """The error naming the first policy bound or integer argument that does not fit its type."""
+    low, high = _limits(DType.int64)
+    what = f"{'fused kernel' if fused else 'workunit'} '{name}'"
+    for bound in bounds:
+        if not low <= bound <= high:
+            return ArgumentError(f"{what}: policy bound {bound} does not fit a 64-bit integer")
+    for (param, t), value in zip(spec.params, args):
+        if t.is_view or not t.dtype.is_int:
+            continue
+        low, high = _limits(t.dtype)
+        if not low <= value <= high:
+            return ArgumentError(f"{what}: parameter '{param}' got {value}, which does not fit {t.dtype.name} "
+                                 f"({low} to {high}), the C++ type it has in the kernel; pass a value in that range"
+                                 f"{', or annotate the parameter float' if t.dtype is DType.int64 else ''}")
+    return None
 
 
 def policy_slots(policy) -> tuple:
