@@ -70,6 +70,7 @@ class GaussianNB:
         counts = np.bincount(labels, minlength=len(self.classes_)).astype(np.float64)
         k, (f, n) = len(self.classes_), XT.shape
         y_idx, self.class_count_ = pk.from_numpy(labels.astype(np.int64)), pk.from_numpy(counts)
+        del counts  # only kfuse holds it now, so kernels reading it may stay delayed and fuse (README: escaped memory)
         self.class_prior_ = pk.divide(self.class_count_, float(n))
         self.theta_, var = pk.empty((k, f)), pk.empty((k, f))
         per_class = pk.MDRangePolicy([0, 0], [k, f])
