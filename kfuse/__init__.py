@@ -17,7 +17,7 @@ from .policies import (AUTO, MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadR
 from .runtime.dispatch import parallel_for, parallel_reduce, parallel_scan
 from .runtime.stats import reset as reset_stats
 from .spaces import ExecutionSpace, get_default_space, set_default_space
-from .tracer.future import Future
+from .tracer.future import Future, value
 from .types import (Acc, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32, float64, int8, int16,
                     int32, int64, real, uint8, uint16, uint32, uint64)
 from .views import View, array, from_numpy
@@ -35,9 +35,11 @@ def fence() -> None:
     from .runtime import device, kokkos_runtime
     from .tracer import api as _tracer_api
 
-    _tracer_api.flush_all()
-    kokkos_runtime.fence()
-    device.sync_all()
+    try:
+        _tracer_api.flush_all()  # raises the first failure of a delayed call not reported yet
+    finally:
+        kokkos_runtime.fence()
+        device.sync_all()
 
 
 def stats() -> dict:

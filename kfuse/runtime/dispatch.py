@@ -17,7 +17,7 @@ import numpy as np
 from .. import spaces
 from ..codegen.kernel import generate
 from ..compiler import toolchain
-from ..errors import ArgumentError, DeferredError, KfuseError, public_error
+from ..errors import ArgumentError, public_error
 from ..frontend.normalize import KernelSource, annotation_dtype, normalize
 from ..frontend.spec import ArgType, KernelSpec
 from ..frontend.workunit import Workunit
@@ -25,6 +25,7 @@ from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, 
 from ..tracer.future import Future
 from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
 from ..views import DeviceView, View, view_argument
+from . import guard, kokkos_runtime
 from .launch import CompiledKernel, policy_slots
 
 #: The tracer installs itself here when fusion is on: an object with ``log(call)``.
@@ -429,22 +430,25 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         from .debug import run_nested
 
         return run_nested(op, policy, wu)
-    binding, policy, values = _bind(wu, op, policy, positional, kwargs)
-    if binding.direct and (tracer is None or not tracer.enabled):  # eager: no KernelCall needed
-        args = binding.args(values)
-        results = binding.prepared.compiled().launch(policy_slots(policy), args)
-        return results[0] if results else None
-    call = binding.call(policy, values)
-    if tracer is not None and tracer.enabled:
-        call.site = _call_site()
-        result = tracer.log(call)
-        if any(type(a) is DeviceView for a in call.args):
-            tracer.run_now(call)  # the caller reads GPU arrays through its own library: no barrier would run it
-        return result
-    if call.futures:
-        for _, fut in call.futures:
-            fut.value()
-    return execute(call)
+    with guard.lock:
+        binding, policy, values = _bind(wu, op, policy, positional, kwargs)
+        tracing = tracer is not None and tracer.enabled
+        if binding.direct and not tracing and not (tracer is not None and tracer.failures):
+            args = binding.args(values)  # eager, nothing lost to a failed call: no KernelCall needed
+            kokkos_runtime.enter_thread()
+            results = binding.prepared.compiled().launch(policy_slots(policy), args)
+            return results[0] if results else None
+        call = binding.call(policy, values)
+        if tracing:
+            call.site = _call_site()
+            return tracer.log(call)  # runs at once if it touches memory the host reaches past barriers
+        if tracer is not None:
+            tracer.check_eager(call.args)
+        if call.futures:
+            for _, fut in call.futures:
+                fut.value()
+        kokkos_runtime.enter_thread()
+        return execute(call)
 
 
 # The public entry points catch what escapes them themselves (errors.public_error): a try costs nothing when
@@ -471,9 +475,3 @@ def parallel_scan(*args, **kwargs):
         return _dispatch("scan", args, kwargs)
     except Exception as exc:
         raise public_error(exc)
-
-
-def raise_deferred(call: KernelCall, exc: KfuseError):
-    """Re-raise an error of a delayed call at the read that needed it, naming the original call site."""
-    raise DeferredError(f"kernel '{call.prepared.name}' called at {call.site or '<unknown>'} failed when its result "
-                        f"was needed:\n{exc}") from exc
