@@ -75,8 +75,8 @@ BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a com
                        "and an index outside 0 <= i < extent raises IndexError (read when a kernel is specialised).",
                        True, _flag)
 
-ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE,
-       BOUNDS_CHECK)
+ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_LOADED_KERNELS,
+       TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
 
 
 def cache_key() -> str:

@@ -142,6 +142,55 @@ def test_argument_errors_name_the_parameter():
     np.testing.assert_array_equal(x, 3.0)
 
 
+@pk.workunit
+def store(i, x: pk.View1D[pk.double], n: int, small: pk.int32, big: pk.uint64):
+    x[i] = n + small + big % 10
+
+
+def test_integers_that_do_not_fit_their_parameter_type_are_named_errors():
+    cases = [
+        (dict(n=2**70, small=0, big=0), "parameter 'n' got 1180591620717411303424, which does not fit int64"),
+        (dict(n=-2**63 - 1, small=0, big=0), "parameter 'n' got -9223372036854775809, which does not fit int64"),
+        (dict(n=0, small=2**31, big=0), "parameter 'small' got 2147483648, which does not fit int32"),
+        (dict(n=0, small=0, big=-1), "parameter 'big' got -1, which does not fit uint64"),
+    ]
+    for fusion in (False, True):
+        for kwargs, message in cases:
+            if fusion:
+                pk.enable_fusion()
+            x = pk.View([2])  # a fresh one: a traced failure poisons the View it would have written
+            with pytest.raises(pk.KfuseError, match=message):  # traced: raised where the call runs, naming it
+                pk.parallel_for(2, store, x=x, **kwargs)
+                np.asarray(x)
+            pk.disable_fusion()
+    x = pk.View([2])
+    with pytest.raises(pk.ArgumentError, match="policy bound 1180591620717411303424 does not fit a 64-bit integer"):
+        pk.parallel_for(2**70, store, x=x, n=0, small=0, big=0)
+    pk.parallel_for(2, store, x=x, n=2**63 - 1, small=-2**31, big=2**64 - 1)  # the extremes themselves fit
+    np.testing.assert_array_equal(np.asarray(x), float(2**63 - 1) + float(-2**31) + 5.0)  # (2**64 - 1) % 10 == 5
+
+
+@pk.workunit
+def one_index(i, A, B):
+    A[i] = B[i]
+
+
+@pk.workunit
+def two_index_reduction(i, j, acc, A):
+    acc += A[i][j]
+
+
+def test_a_policy_with_more_dimensions_than_the_workunit_says_so():
+    with pytest.raises(pk.ArgumentError, match=r"workunit 'one_index': parameter 'A' is a View, but a 2-D "
+                                               r"MDRangePolicy passes thread indices to its first 2 parameters "
+                                               r"\(i, A\); launch it with a 1-D policy"):
+        pk.parallel_for(pk.MDRangePolicy([0, 0], [2, 2]), one_index, A=np.zeros(2), B=np.ones(2))
+    with pytest.raises(pk.ArgumentError, match=r"parameter 'A' is a View, but a 3-D MDRangePolicy .* launch it "
+                                               r"with a 2-D MDRangePolicy"):
+        pk.parallel_reduce(pk.MDRangePolicy([0, 0, 0], [2, 2, 2]), two_index_reduction, A=np.ones((2, 2)))
+    assert pk.parallel_reduce(pk.MDRangePolicy([0, 0], [2, 3]), two_index_reduction, A=np.ones((2, 3))) == 6.0
+
+
 # --- C++ compile errors ---------------------------------------------------------------------------------
 @pk.workunit
 def will_break(i, x):

@@ -110,26 +110,27 @@ def _user_params(wu: Workunit, op: str, policy) -> list[str]:
                             f"needs at least {fixed} (thread index(es){', accumulator' if op != 'for' else ''}"
                             f"{', last_pass' if op == 'scan' else ''})")
     if indices > 1:
-        _check_thread_indices(wu, names[:indices])
+        _check_fixed_params(wu, names[:fixed], indices)
     return names[fixed:]
 
 
-def _check_thread_indices(wu: Workunit, indices: list[str]) -> None:
-    """A workunit written for fewer dimensions than its MDRangePolicy would get a thread index in a View
-    parameter; say so, instead of complaining later that the View's argument matches no parameter."""
+def _check_fixed_params(wu: Workunit, fixed: list[str], rank: int) -> None:
+    """A workunit written for fewer dimensions than its MDRangePolicy would get a thread index (or the
+    accumulator) in a View parameter; say so, instead of complaining later that the View's argument
+    matches no parameter."""
     annotations = _source(wu).annotations
     arrays = {n.value.id for n in ast.walk(wu.parsed.tree)
               if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)}
-    for position, name in enumerate(indices):
-        annotation = annotations.get(name)
-        if name in arrays or isinstance(annotation, (_ViewAnnotation, _AccAnnotation)):
-            rank = len(indices)
-            kind = "an accumulator" if isinstance(annotation, _AccAnnotation) else "a View"
-            fix = ("launch it with a 1-D policy (an int n or pk.RangePolicy(b, e))" if position == 1 else
-                   f"launch it with a {position}-D MDRangePolicy" if position > 1 else "put the thread indices first")
-            raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is {kind}, but a {rank}-D "
-                                f"MDRangePolicy passes thread indices to its first {rank} parameters "
-                                f"({', '.join(indices)}); {fix}, or give it {rank} index parameters")
+    for position, name in enumerate(fixed):
+        if name in arrays or isinstance(annotations.get(name), _ViewAnnotation):
+            own = position - (len(fixed) - rank)  # thread indices the workunit has before its accumulator
+            passes = "thread indices" + {0: "", 1: " and the accumulator", 2: ", the accumulator and last_pass"}[
+                len(fixed) - rank]
+            fix = ("launch it with a 1-D policy (an int n or pk.RangePolicy(b, e))" if own == 1 else
+                   f"launch it with a {own}-D MDRangePolicy" if own > 1 else "put the thread indices first")
+            raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is a View, but a {rank}-D MDRangePolicy "
+                                f"passes {passes} to its first {len(fixed)} parameters ({', '.join(fixed)}); "
+                                f"{fix}, or give it {rank} index parameters")
 
 
 def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
