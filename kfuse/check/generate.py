@@ -1,0 +1,93 @@
+"""Random cases, drawn through a chooser so that the same code serves seeded runs and Hypothesis.
+
+A chooser has ``choice(sequence)`` and ``integer(low, high)`` (inclusive). :class:`SeededChooser`
+wraps :class:`random.Random` (``python -m kfuse.check``); the tests wrap Hypothesis' ``data.draw`` so
+Hypothesis shrinks failing programs itself.
+"""
+from __future__ import annotations
+
+import random
+
+from .arrays import EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE
+from .kernels import F64, KERNELS, NEIGHBOUR_READERS
+from .program import AUTO_TEAM, HUGE_TEAM, Call, Case, Export, Read, Realloc, UseResult, Write
+from .host import READS, USES, WRITES
+
+SCALARS = (0.0, 0.5, -1.25, 3.0)
+WRITE_VALUES = (0.0, 0.5, -1.25, 3.0, 7.0)
+MAX_TRACES = (1, 2, 3, 5)
+FAILING_KERNELS = frozenset({"broken"})  # always fails; "debug"/"divide" fail with flag 3
+#: step kinds, repeated to weigh them
+KINDS = ("call",) * 6 + ("read",) * 2 + ("write", "use", "realloc", "export")
+FLAGS = (-1, -1, 3)  # "debug"/"divide" with -1 never fail; with 3 they divide by zero at i == 3
+
+
+class SeededChooser:
+    def __init__(self, seed):
+        self._random = random.Random(seed)
+
+    def choice(self, options):
+        return self._random.choice(options)
+
+    def integer(self, low: int, high: int) -> int:
+        return self._random.randint(low, high)
+
+
+def case_for(seed: int, index: int) -> Case:
+    """The ``index``-th case of a seeded run (each case independent of the others)."""
+    return case(SeededChooser(f"{seed}:{index}"))
+
+
+def case(ch) -> Case:
+    """One case in eight runs 2-3 programs in threads (without failing calls: a failure in one thread may
+    surface in another thread's flush, which the oracle does not model); one in three of the others may
+    call failing kernels."""
+    max_trace = ch.choice((None, None, *MAX_TRACES))
+    if ch.integer(0, 7) == 0:
+        return Case(tuple(program(ch, failures=False) for _ in range(ch.integer(2, 3))), max_trace)
+    return Case((program(ch, failures=ch.integer(0, 2) == 0),), max_trace)
+
+
+def program(ch, failures: bool = True, max_steps: int = 16) -> tuple:
+    steps: list = []
+    n_results = 0
+    exported: set = set()
+    for _ in range(ch.integer(1, max_steps)):
+        kind = ch.choice(KINDS)
+        if kind == "call":
+            step = call(ch, n_results, failures)
+            n_results += KERNELS[step.kernel].op != "for"
+        elif kind == "read":
+            step = Read(ch.choice(HOST_NAMES + tuple(sorted(exported))), ch.choice(sorted(READS)))
+        elif kind == "write":
+            step = Write(ch.choice(HOST_NAMES + tuple(sorted(exported))), ch.choice(sorted(WRITES)),
+                         ch.choice(WRITE_VALUES), ch.integer(0, 40))
+        elif kind == "use" and n_results:
+            step = UseResult(ch.integer(0, n_results - 1), ch.choice(sorted(USES)))
+        elif kind == "realloc":
+            step = Realloc(ch.choice(REALLOCATABLE))
+        elif kind == "export":
+            step = Export(ch.choice(EXPORTABLE))
+            exported.add("@" + step.name)
+        else:
+            continue
+        steps.append(step)
+    return tuple(steps)
+
+
+def call(ch, n_results: int, failures: bool = True) -> Call:
+    names = sorted(k for k in KERNELS if failures or k not in FAILING_KERNELS)
+    name = ch.choice(names)
+    kernel = KERNELS[name]
+    arrays = [ch.choice(ONE_D) if kind == F64 else kind for kind in kernel.kinds]
+    if name in NEIGHBOUR_READERS and GROUPS[arrays[0]] == GROUPS[arrays[1]]:
+        arrays[1] = ch.choice([n for n in ONE_D if GROUPS[n] != GROUPS[arrays[0]]])
+    alpha = None
+    if kernel.scalar == "alpha":
+        alpha = ("r", ch.integer(0, n_results - 1)) if n_results and ch.integer(0, 1) else ch.choice(SCALARS)
+    elif kernel.scalar == "flag":
+        alpha = ch.choice(FLAGS if failures else (-1,))
+    team = 1
+    if kernel.policy == "team":
+        team = ch.choice((1, AUTO_TEAM, HUGE_TEAM) if failures else (1, AUTO_TEAM))
+    return Call(name, tuple(arrays), alpha, team)

@@ -1,0 +1,229 @@
+"""Run a case in one mode and record what the host observed, step by step.
+
+Every step gives one event, ``(label, status, payload)``: status ``ok`` with the value the host saw
+(None for calls and writes), ``error`` with ``(exception type, message)``, so an exception is an
+observation too (eager runs raise at a failing call; fused runs raise later, at a read). The end
+of a run adds a ``flush`` event (turning tracing off runs what is pending), then the final value of
+every result and array. :mod:`kfuse.check.oracle` compares the events of two runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+import kfuse as pk
+
+from .. import config
+from . import arrays as fixture
+from .faults import failing_compiles
+from .host import READS, USES, WRITES
+from .kernels import KERNELS
+from .program import Call, Case, Export, Read, Realloc, UseResult, Write, validate
+
+OK, ERROR = "ok", "error"
+THREAD_TIMEOUT_S = 300.0  # a thread still running after this is reported as a hang
+
+
+class Unavailable(Exception):
+    """A step needs a value an earlier step of this run failed to make; the message is that step's index."""
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    trace: bool = False
+    fuse: bool = False
+    max_trace: int | None = None
+
+
+EAGER = Mode("eager")
+TRACED = Mode("traced", trace=True)
+FUSED = Mode("fused", trace=True, fuse=True)
+
+
+def modes_for(case: Case) -> list:
+    """The modes a case is compared in against eager."""
+    modes = [TRACED, FUSED]
+    if case.max_trace is not None:
+        modes.append(Mode(f"fused, KFUSE_MAX_TRACE={case.max_trace}", True, True, case.max_trace))
+    return modes
+
+
+@dataclass
+class Run:
+    """The events of one case in one mode: per thread, its steps then its finals; ``flush`` in between."""
+
+    case: Case
+    mode: Mode
+    steps: list  # per thread: list of events, one per step
+    flush: tuple
+    finals: list  # per thread: events for every result, then every array
+
+
+# --- one step ---------------------------------------------------------------------------------------
+def _launch(op: str, policy, workunit, kwargs):
+    return _DISPATCH[op](policy, workunit, **kwargs)
+
+
+_DISPATCH = {"for": pk.parallel_for, "reduce": pk.parallel_reduce, "scan": pk.parallel_scan}
+#: The file:line of every kernel call a program makes: a DeferredError must name it.
+LAUNCH_SITE = f"{__file__}:{_launch.__code__.co_firstlineno + 1}"
+
+
+class _State:
+    def __init__(self):
+        self.arrays = fixture.make_arrays()
+        self.results: list = []  # value/Future per result ordinal, or an Unavailable naming its step
+        self.producers: dict = {}  # alias name -> index of the Export that made it
+
+
+def _value(state: _State, ref):
+    found = state.results[ref[1]]
+    if isinstance(found, Unavailable):
+        raise found
+    return found
+
+
+def _array(state: _State, name: str):
+    found = state.arrays[name]
+    if found is None:
+        raise Unavailable(str(state.producers[name]))
+    return found
+
+
+def _policy(kernel, step: Call, n: int):
+    if kernel.policy == "team":
+        return pk.TeamPolicy(n, pk.AUTO if step.team == -1 else step.team)
+    if kernel.policy == "debug":
+        return pk.RangePolicy(pk.Debug, 0, n)
+    return n
+
+
+def _call(state: _State, index: int, step: Call) -> None:
+    kernel = KERNELS[step.kernel]
+    produces = kernel.op != "for"
+    try:
+        views = [_array(state, name) for name in step.arrays]
+        kwargs = dict(zip(kernel.params, views))
+        if kernel.scalar:
+            kwargs[kernel.scalar] = _value(state, step.alpha) if isinstance(step.alpha, tuple) else step.alpha
+        result = _launch(kernel.op, _policy(kernel, step, min(v.shape[0] for v in views)), kernel.workunit, kwargs)
+    except Unavailable as exc:
+        if produces:
+            state.results.append(exc)
+        raise
+    except Exception:
+        if produces:
+            state.results.append(Unavailable(str(index)))
+        raise
+    if produces:
+        state.results.append(result)
+
+
+def _step(state: _State, index: int, step):
+    if isinstance(step, Call):
+        return _call(state, index, step)
+    if isinstance(step, Read):
+        return READS[step.how](_array(state, step.name))
+    if isinstance(step, Write):
+        return WRITES[step.how](_array(state, step.name), step.value, step.at)
+    if isinstance(step, UseResult):
+        return USES[step.how](_value(state, ("r", step.k)))
+    if isinstance(step, Realloc):
+        state.arrays[step.name] = fixture.fresh(step.name)
+        return None
+    if isinstance(step, Export):
+        alias = "@" + step.name
+        state.producers[alias] = index
+        state.arrays[alias] = None  # unavailable if the export raises
+        state.arrays[alias] = np.asarray(state.arrays[step.name])
+        return None
+    raise TypeError(f"unknown step {step!r}")
+
+
+def _event(label, action) -> tuple:
+    try:
+        return (label, OK, action())
+    except Exception as exc:  # an exception is an observation: the oracle decides if it was allowed
+        return (label, ERROR, (type(exc).__name__, str(exc)))
+
+
+def _run_steps(state: _State, steps: tuple) -> list:
+    return [_event((i, type(step).__name__), lambda i=i, step=step: _step(state, i, step))
+            for i, step in enumerate(steps)]
+
+
+def _scalar(found):
+    if isinstance(found, Unavailable):
+        raise found
+    return found + 0  # a Future's number, or the number itself
+
+
+def _finals(state: _State) -> list:
+    events = [_event(("result", k), lambda found=found: _scalar(found)) for k, found in enumerate(state.results)]
+    names = list(fixture.HOST_NAMES) + sorted(n for n in state.arrays if n.startswith("@"))
+    events += [_event(("final", name), lambda name=name: np.asarray(_array(state, name)).copy()) for name in names]
+    return events
+
+
+# --- a whole run -------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _max_trace(value: int | None):
+    if value is None:
+        yield
+        return
+    name = config.MAX_TRACE.name
+    old = os.environ.get(name)
+    os.environ[name] = str(value)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+
+
+def _in_threads(states: list, programs: tuple) -> list:
+    """Each program in its own thread, all started together."""
+    start = threading.Barrier(len(programs))
+    events: list = [None] * len(programs)
+
+    def work(t):
+        start.wait()
+        events[t] = _run_steps(states[t], programs[t])
+
+    threads = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(len(programs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(THREAD_TIMEOUT_S)
+        if thread.is_alive():
+            raise TimeoutError(f"a program thread still runs after {THREAD_TIMEOUT_S:.0f} s (hang)")
+    return events
+
+
+def run(case: Case, mode: Mode = EAGER) -> Run:
+    """Run ``case`` in ``mode`` (eager runs a multi-thread case's programs one after the other)."""
+    for steps in case.threads:
+        validate(steps)
+    if pk.fusion_enabled():
+        raise RuntimeError("kfuse.check runs need tracing off at the start (is KFUSE_FUSION=1 set?)")
+    with failing_compiles(), _max_trace(mode.max_trace):
+        states = [_State() for _ in case.threads]
+        if mode.trace:
+            pk.enable_fusion(trace_only=not mode.fuse)
+            if not pk.fusion_enabled():
+                raise RuntimeError("tracing did not turn on (is KFUSE_FUSION=0 set?)")
+        try:
+            if mode.trace and len(case.threads) > 1:
+                steps = _in_threads(states, case.threads)
+            else:
+                steps = [_run_steps(state, program) for state, program in zip(states, case.threads)]
+        finally:
+            flush = _event(("flush",), pk.disable_fusion if mode.trace else pk.fence)
+        return Run(case, mode, steps, flush, [_finals(state) for state in states])
