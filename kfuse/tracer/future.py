@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from ..errors import user_facing
+from ..errors import public_error
 from ..types import DType
 
 _UNSET = object()
@@ -46,14 +46,16 @@ class Future:
         self.failure = failure
         self._resolve = None
 
-    @user_facing
     def value(self):
         if self._value is _UNSET:
-            if self.failure is None and self._resolve is not None:
-                self._resolve(self)
-            if self.failure is not None:
-                site = getattr(self.call, "site", "") or "<unknown>"
-                raise self.failure.deferred(f"the result of the call at {site}")
+            try:  # an entry point (errors.public_error); a try costs nothing once the value is known
+                if self.failure is None and self._resolve is not None:
+                    self._resolve(self)
+                if self.failure is not None:
+                    site = getattr(self.call, "site", "") or "<unknown>"
+                    raise self.failure.deferred(f"the result of the call at {site}")
+            except Exception as exc:
+                raise public_error(exc)
         return self._value
 
     result = value
