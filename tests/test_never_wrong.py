@@ -255,6 +255,19 @@ def test_a_failing_member_of_a_fused_group_is_named_and_the_others_run(broken, m
     assert "failed fused, ran its calls one by one" in pk.explain()
 
 
+def test_a_failing_call_on_a_numpy_array_raises_at_the_call_as_eager_does(broken):
+    """The program reads the array directly, where no barrier could raise later: the call that runs at once
+    raises at once, and leaves nothing poisoned (eager leaves the output untouched too)."""
+    def program():
+        buf, out = X0.copy(), np.zeros(N)
+        with pytest.raises(pk.CompileError, match="test breakage"):
+            pk.parallel_for(N, w_bad_affine, x=buf, y=out)
+        pk.parallel_for(N, w_affine, x=buf, y=out)
+        return [out.copy()]
+
+    assert_same(*observe(program))
+
+
 def test_an_eager_call_on_lost_data_raises(broken):
     pk.enable_fusion()
     a, c, d = pk.View(N), pk.View(N), pk.View(N)

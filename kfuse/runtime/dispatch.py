@@ -71,6 +71,7 @@ class KernelCall:
     site: str = ""
     futures: tuple = field(default=())  # (position, Future) of scalar args not yet known
     result: object = None  # the Future a reduction/scan call delivers
+    failure: object = None  # the tracer's Failure that kept this call from running, if one did
 
     @property
     def op(self) -> str:

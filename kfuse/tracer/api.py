@@ -46,11 +46,24 @@ class Tracer:
             if escaped:
                 stats.bump("escaped_calls")
                 self._run(self.trace.partition_for(None, False, (call,)))
+                self._raise_at_call(call)
                 for view in escaped:  # a GPU result reaches the host memory the program holds
                     device.host_access(view, True)
             elif len(self.trace) >= config.MAX_TRACE.get():
                 self.flush_all()
             return result
+
+    def _raise_at_call(self, call) -> None:
+        """A call that ran at once reports its failure at once, as eager does: its own error, or the
+        DeferredError of the earlier delayed call it needed (the program may read what it wrote directly,
+        where no barrier could raise later)."""
+        failure = call.failure
+        if failure is None:
+            return
+        if failure.call is call:
+            self.failures.forget(failure)
+            raise failure.error
+        raise failure.deferred("this kernel call")
 
     # --- running --------------------------------------------------------------------------
     def barrier(self, view, write: bool, overwrite: bool = False) -> None:

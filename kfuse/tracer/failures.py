@@ -82,6 +82,7 @@ class Failures:
 
     def poison(self, call, failure: Failure) -> None:
         """Mark what ``call`` would have written (and its Future) as lost to ``failure``."""
+        call.failure = failure
         access = call.prepared.access
         for (name, t), arg in zip(call.prepared.spec.params, call.args):
             if t.is_view and access[name].write and arg.bounds[0] < arg.bounds[1]:
@@ -117,6 +118,13 @@ class Failures:
                 if found is not None:
                     return found
         return None
+
+    def forget(self, failure: Failure) -> None:
+        """``failure`` was raised at its own call, as eager execution raises it: the program knows, and its
+        output is what eager leaves (untouched), so nothing stays poisoned by it."""
+        failure.reported = True
+        self._poison = [p for p in self._poison if p[2] is not failure]
+        self._failures = [f for f in self._failures if f is not failure]
 
     def clear(self, lo: int, hi: int) -> None:
         """The host overwrote [lo, hi) entirely: entries inside it are gone, entries around it stay."""
