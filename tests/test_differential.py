@@ -276,9 +276,9 @@ def test_command_line_reports_counts(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kfuse.check", "--programs", "3", "--seed", "5"],
                           capture_output=True, text=True, timeout=600)
     summary = proc.stdout.splitlines()[0]
-    assert summary.startswith("kfuse.check: 3 programs run (seed 5): "), proc.stdout + proc.stderr
-    clean = " 0 mismatches, 0 crashes, 0 hangs" in summary
-    assert proc.returncode == (0 if clean else 1), proc.stdout
+    assert summary.startswith("kfuse.check: 3 programs run (seed 5): 0 mismatches, 0 crashes, 0 hangs; "), \
+        proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout
 
 
 def _scripted_worker(behaviour: str):

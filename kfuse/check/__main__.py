@@ -88,7 +88,7 @@ def _drive(seed: int, start: int, stop: int, timeout: float, outcomes: list, pro
     """Run cases [start, stop) in a worker; restart it after a crash or a hang."""
     while start < stop:
         with tempfile.TemporaryFile(mode="w+") as stderr:
-            proc = subprocess.Popen(_worker_command("--worker", seed, start, stop), stdout=subprocess.PIPE,
+            proc = subprocess.Popen(_worker_command("--seed", seed, "--worker", start, stop), stdout=subprocess.PIPE,
                                     stderr=stderr, text=True)
             lines: queue.Queue = queue.Queue()
             threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
