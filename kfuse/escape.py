@@ -79,8 +79,18 @@ def _changed() -> None:
 
 
 def _forget(ref) -> None:
-    if _entries.pop(ref, None) is not None:
-        _changed()
+    """Weak-reference callback: may run inside any allocation (garbage collection), even while the
+    entries are being iterated, so it only marks; ``_purge`` removes at a safe point."""
+    _dead.append(ref)
+    _changed()
+
+
+_dead: list = []
+
+
+def _purge() -> None:
+    while _dead:
+        _entries.pop(_dead.pop(), None)
 
 
 def _bounds(array: np.ndarray) -> tuple:
@@ -124,7 +134,8 @@ def adopt(base: np.ndarray) -> np.ndarray:
 
 def covering(lo: int, hi: int) -> tuple:
     """The entries whose memory overlaps [lo, hi) (Views cache this per ``version``)."""
-    return tuple(e for e in _entries.values() if e.lo < hi and lo < e.hi)
+    _purge()
+    return tuple(e for e in list(_entries.values()) if e.lo < hi and lo < e.hi)
 
 
 def is_escaped(entries: tuple, write: bool) -> bool:

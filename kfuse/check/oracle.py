@@ -13,8 +13,9 @@ call and goes on; a delayed call fails later. Following the runtime's contract:
   may never run, and that earlier failure is the one to report).
 
 "Depends on" (taint) is computed here from the program alone: a failing call taints what it writes
-(and its result); a call reading tainted data or a tainted result taints what it writes. Reads are taken
-as whole Views and writes as the rows the call's range covers. A call that raised in this run where
+(and its result); a call reading tainted data or a tainted result taints what it writes. Reads and
+tainted writes are taken as whole Views (kfuse tracks memory per View, not per element a kernel touches);
+values a call computes are compared over the rows its range covers. A call that raised in this run where
 eager's did not (it depended on a failure) was not made, as the program was told: what it would have
 written, and what later calls compute from that, may then hold any value (it is *excused*); so may a
 failed host write's target.
@@ -175,7 +176,7 @@ class _Walk:
             excused |= e[1] != ERROR or e[2][0] != g[2][0]
         for param, place in zip(kernel.params, places):
             if param in kernel.writes:
-                self._taint(place, sources, rows)
+                self._taint(place, sources)  # kfuse poisons every byte of a View a failing call writes
                 if excused:
                     self._excuse(place, rows)
         if kernel.op != "for":
