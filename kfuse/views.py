@@ -59,7 +59,7 @@ class View:
     range of the memory, so Views over shared memory are recognised as the same data.
     """
 
-    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "layout", "ptr", "strides", "bounds", "sig", "version",
+    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "layout", "ptr", "strides", "bounds", "sig",
                  "_escapes", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, *, _array: np.ndarray | None = None):
@@ -82,7 +82,6 @@ class View:
         lo, hi = _byte_bounds(_array) if _array.size else (self.ptr, self.ptr)
         self.bounds = (lo, hi)
         self.sig = (self.dtype, self.ndim, self.layout)  # what a kernel specialises on
-        self.version = 0  # bumped by the tracer for every logged call that writes this View
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
 
     # --- construction helpers -------------------------------------------------------------
@@ -239,7 +238,6 @@ class DeviceView(View):
         span = sum((n - 1) * s for n, s in zip(shape, strides) if n > 0) + np_dtype.itemsize if all(shape) else 0
         self.bounds = (self.ptr, self.ptr + span)
         self.sig = (self.dtype, self.ndim, self.layout)
-        self.version = 0
         self._escapes = None
         return self
 

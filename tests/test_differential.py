@@ -131,7 +131,7 @@ def test_random_cases_agree_with_eager(case):
 
 
 # --- fork and interpreter exit: whole processes -----------------------------------------------------
-def _python(script: str, *args, timeout: float = 120):
+def _python(script: str, *args, timeout: float = 60):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True,
                           timeout=timeout)
 

@@ -171,6 +171,8 @@ class Kernel:
     fixed array name). ``writes``: the View parameters it writes (every View parameter counts as read).
     ``scalar``: the scalar parameter fed a call's ``alpha`` (a number or an earlier result), if any.
     ``policy``: ``range``, ``team`` (one team per row) or ``debug`` (a RangePolicy in the Debug space).
+    ``opaque``: View parameters handed to a ``@pk.function``, which kfuse's access summary counts as written
+    (so a failure it depends on poisons them too).
     """
 
     workunit: object
@@ -180,6 +182,7 @@ class Kernel:
     writes: tuple
     scalar: str | None = None
     policy: str = "range"
+    opaque: tuple = ()
 
 
 F64 = "f64"
@@ -192,7 +195,7 @@ KERNELS = {
     "rank1": Kernel(k_rank1, "for", ("x", "y", "m"), (F64, F64, "M"), ("m",)),
     "dot": Kernel(k_dot, "reduce", ("x", "y"), (F64, F64), ()),
     "scan": Kernel(k_scan, "scan", ("x", "y"), (F64, F64), ("y",)),
-    "helper": Kernel(k_helper, "for", ("x", "y"), (F64, F64), ("y",)),
+    "helper": Kernel(k_helper, "for", ("x", "y"), (F64, F64), ("y",), opaque=("x", "y")),
     "to_f32": Kernel(k_to_f32, "for", ("x", "f"), (F64, "f32"), ("f",)),
     "from_f32": Kernel(k_from_f32, "for", ("f", "y"), ("f32", F64), ("y",)),
     "flag": Kernel(k_flag, "for", ("x", "flag"), (F64, "flag"), ("flag",)),

@@ -175,10 +175,10 @@ class _Walk:
             sources |= self._error(e, g, frozenset(j for j in self.failing if j <= i), "the call")
             excused |= e[1] != ERROR or e[2][0] != g[2][0]
         for param, place in zip(kernel.params, places):
-            if param in kernel.writes:
-                self._taint(place, sources)  # kfuse poisons every byte of a View a failing call writes
-                if excused:
-                    self._excuse(place, rows)
+            if param in kernel.writes or param in kernel.opaque:
+                self._taint(place, sources)  # kfuse poisons every byte of a View a failing call may write
+            if param in kernel.writes and excused:
+                self._excuse(place, rows)
         if kernel.op != "for":
             self.result_sources.append(sources)
             self.result_excused.append(excused)

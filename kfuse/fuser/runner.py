@@ -17,6 +17,7 @@ from ..runtime.launch import CompiledKernel, policy_slots
 from ..transforms import manager as transforms
 from ..transforms.ir import FusedKernel, scalar_key
 from ..tracer.failures import is_fault
+from ..tracer.trace import _Ranges, footprint
 from . import build, explain, persist, planner
 from .safety import pattern_of
 
@@ -126,16 +127,38 @@ def run_partition(calls: list, failures, fuse: bool = True) -> None:
                 _run_fused(group, record)
                 continue
             except KfuseError as exc:
-                if is_fault(exc):  # the kernel ran and stopped part-way: its writes are lost, not retried
-                    record.notes.append(f"group {group_indices[0]}..{group_indices[-1]} faulted: {exc}")
-                    failure = failures.fail(_culprit(group, exc), exc)
-                    for call in group:
-                        failures.poison(call, failure)
+                if is_fault(exc):
+                    record.notes.append(f"group {group_indices[0]}..{group_indices[-1]} faulted: {_first_line(exc)}")
+                    _after_fault(group_indices, group, exc, failures, record)
                     continue
                 record.notes.append(f"group {group_indices[0]}..{group_indices[-1]} failed fused, ran its calls "
                                     f"one by one: {_first_line(exc)}")
         for index, call in zip(group_indices, group):
             _run_single(index, call, failures, record)
+
+
+def _after_fault(indices: list, group: list, exc, failures, record) -> None:
+    """A fused kernel reported a fault. Kernels finish their launch after a fault (the faulting operation
+    yields 0), so every member ran: what the culprit wrote, and what members touching those bytes computed,
+    is lost; the other members' writes are right. Their reduction values never came back, so such a
+    member runs again alone when the group wrote nothing it reads (else it is lost too)."""
+    named = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)]
+    culprits = named or group  # a fault that names no member loses the whole group
+    failure = failures.fail(culprits[0], exc)
+    lost, written = _Ranges(), _Ranges()
+    for call in group:
+        written.add_all(footprint(call)[1])
+    for index, call in zip(indices, group):
+        reads, writes = footprint(call)
+        if call in culprits or lost.hits(reads) or lost.hits(writes):
+            failures.poison(call, failure)
+            lost.add_all(writes)
+        elif call.result is not None:
+            if written.hits(reads):
+                failures.poison(call, failure)
+                lost.add_all(writes)
+            else:
+                _run_single(index, call, failures, record)
 
 
 def _run_fused(group: list, record) -> None:

@@ -9,6 +9,7 @@ which 1-2 us are the C++ launch (``benchmarks/bench_dispatch.py``; PyKokkos take
 from __future__ import annotations
 
 import ast
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 
@@ -389,6 +390,14 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepare
         # this call even when fusion delays the kernel, and its read/write sets are then known to be right.
         prepared.generated = generate(src, spec, wu.__name__)
     return prepared
+
+
+def serial_twin(prepared: Prepared) -> Prepared:
+    """The same specialisation for the Serial space (a call logged before fork() runs on it in the child)."""
+    spec = dataclasses.replace(prepared.spec, space=spaces.ExecutionSpace.Serial.value)
+    twin = Prepared(prepared.workunit, prepared.source, spec, prepared.name)
+    twin.generated = generate(prepared.source, spec, prepared.name)
+    return twin
 
 
 def _check_space_available(wu: Workunit, space) -> None:

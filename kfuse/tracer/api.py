@@ -13,6 +13,7 @@ contention but wrong for Views shared between threads.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 from .. import config, views
@@ -113,6 +114,13 @@ class Tracer:
                 if failure is not None:
                     raise failure.deferred("this kernel call")
 
+    def after_fork_in_child(self) -> None:
+        """Pending OpenMP calls inherited from the parent run on the Serial backend here (runtime/guard.py)."""
+        if guard.forked_after_start:
+            for entry in self.trace.entries:
+                if entry.call.prepared.spec.space == "OpenMP":
+                    entry.call.prepared = dispatch.serial_twin(entry.call.prepared)
+
     def _run(self, entries) -> None:
         if not entries:
             return
@@ -188,6 +196,7 @@ def _at_exit() -> int:
 
 
 kokkos_runtime.on_exit(_at_exit)
+os.register_at_fork(after_in_child=_tracer.after_fork_in_child)
 views.set_host_barrier(_tracer.barrier)
 dispatch.tracer = _tracer
 _tracer.enabled = config.FUSION.get() is True

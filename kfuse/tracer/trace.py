@@ -60,8 +60,7 @@ class Entry:
 
 
 def footprint(call) -> tuple:
-    """(reads, writes): the byte ranges of the Views ``call`` reads and writes, from its access summary.
-    Bumps the version of every View it writes (the runtime's sign that a View's contents change)."""
+    """(reads, writes): the byte ranges of the Views ``call`` reads and writes, from its access summary."""
     access = call.prepared.access
     reads, writes = [], []
     for (name, t), arg in zip(call.prepared.spec.params, call.args):
@@ -72,7 +71,6 @@ def footprint(call) -> tuple:
             reads.append(arg.bounds)
         if pa.write:
             writes.append(arg.bounds)
-            arg.version += 1
     return tuple(reads), tuple(writes)
 
 
