@@ -174,8 +174,8 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         "    kfuse_last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>("
         "std::chrono::steady_clock::now() - kf_t0).count();",
         *(["    std::fflush(stdout);"] if unit.uses_printf else []),
+        results.rstrip("\n"),  # before the fault check: a fused kernel's other reductions stay usable
         *_fault_check(unit, spec),
-        results.rstrip("\n"),
         "    return 0;",
         "  } catch (const std::exception& e) {",
         "    kf_report(kf_err, kf_errlen, e.what());",

@@ -139,26 +139,21 @@ def run_partition(calls: list, failures, fuse: bool = True) -> None:
 
 def _after_fault(indices: list, group: list, exc, failures, record) -> None:
     """A fused kernel reported a fault. Kernels finish their launch after a fault (the faulting operation
-    yields 0), so every member ran: what the culprit wrote, and what members touching those bytes computed,
-    is lost; the other members' writes are right. Their reduction values never came back, so such a
-    member runs again alone when the group wrote nothing it reads (else it is lost too)."""
+    yields 0) and still return their reductions, so every member ran: what the culprit wrote, and what
+    members touching those bytes computed, is lost; the other members' results are right."""
     named = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)]
     culprits = named or group  # a fault that names no member loses the whole group
     failure = failures.fail(culprits[0], exc)
-    lost, written = _Ranges(), _Ranges()
+    values = iter(getattr(exc, "results", ()))
+    lost = _Ranges()
     for call in group:
-        written.add_all(footprint(call)[1])
-    for index, call in zip(indices, group):
+        value = next(values, None) if call.op == "reduce" else None
         reads, writes = footprint(call)
         if call in culprits or lost.hits(reads) or lost.hits(writes):
             failures.poison(call, failure)
             lost.add_all(writes)
         elif call.result is not None:
-            if written.hits(reads):
-                failures.poison(call, failure)
-                lost.add_all(writes)
-            else:
-                _run_single(index, call, failures, record)
+            call.result.set_result(value)
 
 
 def _run_fused(group: list, record) -> None:

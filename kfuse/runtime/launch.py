@@ -104,7 +104,9 @@ class CompiledKernel:
         if self.on_device:
             device.after_launch(args, self._writes)  # also after a fault: the kernel ran and wrote
         if rc == _KERNEL_FAULT:
-            raise kernel_fault(_err.value.decode(errors="replace"), self.name)
+            fault = kernel_fault(_err.value.decode(errors="replace"), self.name)
+            fault.results = self._unpack(self._out) if self._unpack else ()  # the launch ran to its end
+            raise fault
         stats.bump("kernels_launched")
         if self.fused:
             stats.bump("fused_kernels_launched")
