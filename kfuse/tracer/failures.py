@@ -135,12 +135,16 @@ class Failures:
         return [f for f in self._failures if not f.reported]
 
     def raise_unreported(self) -> None:
-        """Raise the first failure the program has not heard of yet (``pk.fence()``, ``disable_fusion``)."""
+        """Raise the failures the program has not heard of yet (``pk.fence()``, ``disable_fusion``), each named."""
         pending = self.unreported()
         self._failures = []
         if pending:
-            more = f" (and {len(pending) - 1} more failed calls)" if len(pending) > 1 else ""
-            raise pending[0].deferred(f"pk.fence(){more}")
+            err = pending[0].deferred("pk.fence()")
+            for other in pending[1:]:
+                other.reported = True
+                first = str(other.error).splitlines()[0] if str(other.error) else type(other.error).__name__
+                err.args = (f"{err.args[0]}\nalso failed: {other.where()}: {first}",)
+            raise err
 
 
 def is_fault(error: BaseException) -> bool:
