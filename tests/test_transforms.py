@@ -8,7 +8,6 @@ is launched directly (``launch``) and compared with running the calls one by one
 from __future__ import annotations
 
 import ast
-import contextlib
 import math
 import re
 
@@ -795,22 +794,14 @@ LIBRARY_PROGRAMS = {
 }
 
 
-@contextlib.contextmanager
-def _transforms(names):
-    pk.set_transforms(names)
-    try:
-        with progs.MODES["fused"]():
-            yield
-    finally:
-        pk.set_transforms(None)
-
-
 @pytest.mark.parametrize("names", SETTINGS, ids=SETTING_IDS)
 @pytest.mark.parametrize("name", sorted(LIBRARY_PROGRAMS))
 def test_program_library_under_each_transform_setting(name, names):
     program = LIBRARY_PROGRAMS[name]
     expected = progs.run_program(program, "eager")
-    arrays = progs.make_arrays()
-    with _transforms(names):
-        got = progs.execute(program, arrays)
+    pk.set_transforms(names)
+    try:
+        got = progs.run_program(program, "fused")
+    finally:
+        pk.set_transforms(None)
     progs.assert_same(expected, got, f"{name} with {names}")
