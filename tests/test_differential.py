@@ -69,6 +69,8 @@ CASES = {
                                             Read("b", "asarray")]),
     "two_failures_both_reported": Case.of([Call("broken", ("a", "b")), Call("debug", ("c",), 3),
                                            Call("scale", ("a", "lo"))]),
+    "two_failures_reported_when_their_data_is_gone": Case.of([Call("debug", ("a",), 3), Call("broken", ("b", "c")),
+                                                              Realloc("c")]),
     # Futures print as the number eager returns
     "futures_print_like_numbers": Case.of([Call("dot", ("a", "b")), UseResult(0, "repr"), UseResult(0, "str"),
                                            UseResult(0, "fstring"), Call("isum", ("i64",)), UseResult(1, "repr"),
