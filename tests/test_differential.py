@@ -140,6 +140,7 @@ def _python(script: str, *args, timeout: float = 60):
 
 FORK_SCRIPT = """
     import os
+    import signal
     import sys
     import numpy as np
     import kfuse as pk
@@ -152,6 +153,8 @@ FORK_SCRIPT = """
     np.asarray(y)  # kernels ran: Kokkos and its threads are up
     pk.parallel_for(32, k_sin, x=y)  # pending at the fork
     pid = os.fork()
+    if pid == 0:
+        signal.alarm(40)  # a hung child ends itself, so a failing test leaves no process behind
     pk.parallel_for(32, k_scale, x=y, y=x)
     mine = np.asarray(x).tobytes()
     if pid == 0:
