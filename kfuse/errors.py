@@ -174,8 +174,9 @@ class KernelFault(LaunchError):
     where C++ alone would kill the interpreter or read and write outside the array."""
 
     def __init__(self, reason: str, *, workunit: str, filename: str, lineno: int, kernel: str | None = None,
-                 function: str | None = None):
+                 function: str | None = None, member: int | None = None):
         self.reason = reason
+        self.member = member  # the faulting call's position in a fused kernel (None: not fused, or unknown)
         self.workunit = workunit
         self.filename = filename
         self.lineno = lineno
@@ -225,9 +226,10 @@ FAULT_FIELD_SEPARATOR = "\x1f"
 
 def kernel_fault(record: str, kernel: str) -> KernelFault:
     """The exception for a fault record a kernel's C entry wrote: kind, workunit, function, file, line, View,
-    dimension and two values, separated by FAULT_FIELD_SEPARATOR (the C++ side is kf_describe_fault)."""
-    kind, workunit, function, filename, line, view, dim, a, b = record.split(FAULT_FIELD_SEPARATOR)
-    where = dict(workunit=workunit, filename=filename, lineno=int(line), kernel=kernel, function=function or None)
+    dimension, two values and the fused member, separated by FAULT_FIELD_SEPARATOR (C++: kf_describe_fault)."""
+    kind, workunit, function, filename, line, view, dim, a, b, member = record.split(FAULT_FIELD_SEPARATOR)
+    where = dict(workunit=workunit, filename=filename, lineno=int(line), kernel=kernel, function=function or None,
+                 member=int(member) if int(member) >= 0 else None)
     if kind == "index":
         return KernelIndexError(view, int(dim), int(a), int(b), **where)
     return KernelZeroDivisionError(int(a), int(b), "//" if kind == "floordiv" else "%", **where)

@@ -45,6 +45,11 @@ def w_bad_affine(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = 3.0 * x[i]
 
 
+@pk.workunit
+def w_div(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double], d: int):
+    y[i] = x[i] + 7 // d
+
+
 @pytest.fixture(autouse=True)
 def _tracing_off(monkeypatch):
     monkeypatch.delenv("KFUSE_FUSION", raising=False)
@@ -266,6 +271,25 @@ def test_a_failing_call_on_a_numpy_array_raises_at_the_call_as_eager_does(broken
         return [out.copy()]
 
     assert_same(*observe(program))
+
+
+def test_a_fault_in_a_fused_kernel_loses_only_the_faulting_call():
+    """Two calls of one workunit fused; the second divides by zero. The first's result stands, as in eager."""
+    pk.enable_fusion()
+    a, b, c, e = pk.View(N), pk.View(N), pk.View(N), pk.View(N)
+    a[:] = X0
+    pk.parallel_for(N, w_div, x=a, y=b, d=1)
+    line = sys._getframe().f_lineno + 1
+    pk.parallel_for(N, w_div, x=a, y=c, d=0)
+    pk.parallel_for(N, w_affine, x=c, y=e)  # reads what the faulting call wrote
+    total = pk.parallel_reduce(N, w_sum, x=a)
+    a[:] = 0.0  # overwrites what all of them read: they run first, fused
+    assert "faulted" in pk.explain()
+    np.testing.assert_array_equal(np.asarray(b), X0 + 7.0)
+    np.testing.assert_allclose(float(total), np.sum(X0), rtol=1e-12)  # its value came back despite the fault
+    for lost in (c, e):
+        with pytest.raises(pk.DeferredError, match=f"(?s)'w_div' called at {__file__}:{line}.*division by zero"):
+            np.asarray(lost)
 
 
 def test_an_eager_call_on_lost_data_raises(broken):

@@ -86,6 +86,7 @@ struct KfSite {
   const char* file;
   int line;
   const char* view;
+  int member;  // position of the call in a fused kernel, -1 when not fused
 };
 
 // One record per kernel library (static: each compiled kernel has its own). Threads running on a GPU need
@@ -206,7 +207,7 @@ inline bool kf_take_fault(bool on_device, KfFault& out) {
 
 // The record for Python (errors.kernel_fault): fields separated by \x1f.
 inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const KfFault& f) {
-  std::snprintf(err, static_cast<size_t>(errlen), "%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s\x1f%d\x1f%lld\x1f%lld", s.kind,
-                s.workunit, s.function, s.file, s.line, s.view, f.dim, static_cast<long long>(f.a),
-                static_cast<long long>(f.b));
+  std::snprintf(err, static_cast<size_t>(errlen), "%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s\x1f%d\x1f%lld\x1f%lld\x1f%d",
+                s.kind, s.workunit, s.function, s.file, s.line, s.view, f.dim, static_cast<long long>(f.a),
+                static_cast<long long>(f.b), s.member);
 }

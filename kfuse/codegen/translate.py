@@ -73,11 +73,11 @@ def _read_outside_its_loops(stmts, name: str) -> bool:
     return any(visit(s, False) for s in stmts)
 
 
-def mark_origin(tree: ast.AST, workunit: str, filename: str) -> None:
+def mark_origin(tree: ast.AST, workunit: str, filename: str, member: int) -> None:
     """Tag every node of a member's AST before fusion renames it: faults in the fused kernel then name the
-    member's workunit, file and (for Views) the member's own parameter name."""
+    member (its position, workunit, file and, for Views, its own parameter name)."""
     for node in ast.walk(tree):
-        node.kf_origin = (workunit, filename, getattr(node, "id", None))
+        node.kf_origin = (workunit, filename, getattr(node, "id", None), member)
 
 
 @dataclass(frozen=True)
@@ -90,10 +90,11 @@ class FaultSite:
     filename: str
     line: int
     view: str = ""
+    member: int = -1  # the call's position in a fused kernel (-1: not fused), to tell calls of one workunit apart
 
     def cpp(self) -> str:
         return (f"{{{_c_string(self.kind)}, {_c_string(self.workunit)}, {_c_string(self.function)}, "
-                f"{_c_string(self.filename)}, {self.line}, {_c_string(self.view)}}}")
+                f"{_c_string(self.filename)}, {self.line}, {_c_string(self.view)}, {self.member}}}")
 
 
 @dataclass
@@ -191,17 +192,18 @@ class BodyTranslator:
         line = getattr(node, "lineno", None) or next(
             (s.lineno for s in reversed(self._statements) if getattr(s, "lineno", None)), 0)
         kernel = self.unit.kernel_source
+        member = -1
         if self.src is not kernel:  # a @pk.function: its own file and line, called from the kernel
             workunit, function, filename = kernel.name, self.src.name, self.src.filename
         elif origin is not None:  # a member of a fused kernel
-            workunit, function, filename = origin[0], "", origin[1]
+            workunit, function, filename, member = origin[0], "", origin[1], origin[3]
         else:
             workunit, function, filename = self.src.name, "", self.src.filename
         view = ""
         if view_node is not None:
             own = getattr(view_node, "kf_origin", None)
             view = (own[2] if own else None) or ast.unparse(view_node)
-        return self.unit.fault_site(FaultSite(kind, workunit, function, filename, line, view))
+        return self.unit.fault_site(FaultSite(kind, workunit, function, filename, line, view, member))
 
     # --- errors -------------------------------------------------------------------------
     def unsupported(self, what: str, node, hint: str | None = None):

@@ -89,7 +89,7 @@ def build(calls) -> tuple[KernelSource, KernelSpec, str]:
             if not same_helper(helpers.setdefault(name, helper), helper):
                 raise ValueError(f"two helpers named '{name}' in one fused kernel")  # planner keeps them apart
         tree = copy.deepcopy(src.tree)
-        mark_origin(tree, src.name, src.filename)
+        mark_origin(tree, src.name, src.filename, k)
         names = [a.arg for a in tree.args.args]
         mapping = dict(zip(names[:rank], index_names))
         # Thread indices are renamed through ``mapping``, not kept: a local that happens to be called

@@ -141,8 +141,11 @@ def _after_fault(indices: list, group: list, exc, failures, record) -> None:
     """A fused kernel reported a fault. Kernels finish their launch after a fault (the faulting operation
     yields 0) and still return their reductions, so every member ran: what the culprit wrote, and what
     members touching those bytes computed, is lost; the other members' results are right."""
-    named = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)]
-    culprits = named or group  # a fault that names no member loses the whole group
+    member = getattr(exc, "member", None)
+    if member is not None and 0 <= member < len(group):
+        culprits = [group[member]]
+    else:  # a fault in a helper names the workunit only; one that names no member loses the whole group
+        culprits = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)] or group
     failure = failures.fail(culprits[0], exc)
     values = iter(getattr(exc, "results", ()))
     lost = _Ranges()
