@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 
 import kfuse as pk
 from kfuse.check import EAGER, FUSED, TRACED, Case, check, compare, run
-from kfuse.check.arrays import EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, N  # noqa: F401 - re-exported for tests
+from kfuse.check.arrays import N  # noqa: F401 - re-exported for tests
 from kfuse.check.generate import case as random_case
-from kfuse.check.kernels import (KERNELS, k_axpy, k_dot, k_scale, k_scan, k_sin,  # noqa: F401 - re-exported
-                                 k_stencil)
+from kfuse.check.kernels import k_axpy, k_dot, k_scale, k_scan, k_sin, k_stencil  # noqa: F401 - re-exported
 from kfuse.check.program import Call, Export, Read, Realloc, UseResult, Write  # noqa: F401 - re-exported
 from kfuse.check.host import READS, USES, WRITES  # noqa: F401 - re-exported
 from kfuse.tracer import api as tracer_api
