@@ -132,6 +132,11 @@ def adopt(base: np.ndarray) -> np.ndarray:
     return np.asarray(alias)
 
 
+def live() -> bool:
+    """Whether any export or user base may be alive (else no View is escaped: the fast path)."""
+    return bool(_entries)
+
+
 def covering(lo: int, hi: int) -> tuple:
     """The entries whose memory overlaps [lo, hi) (Views cache this per ``version``)."""
     _purge()

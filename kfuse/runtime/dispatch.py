@@ -53,6 +53,16 @@ class Prepared:
         return self._compiled
 
     @property
+    def view_params(self) -> tuple:
+        """(position, written?) of each View parameter: what the tracer checks for escaped memory."""
+        found = self.__dict__.get("_view_params")
+        if found is None:
+            access = self.access
+            found = self.__dict__["_view_params"] = tuple(
+                (i, access[name].write) for i, (name, t) in enumerate(self.spec.params) if t.is_view)
+        return found
+
+    @property
     def access(self):
         """Per-parameter read/write summary from the AST (computed once per specialisation)."""
         if self._access is None:

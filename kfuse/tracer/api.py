@@ -16,7 +16,7 @@ import contextlib
 import os
 import sys
 
-from .. import config, views
+from .. import config, escape, views
 from ..runtime import device, dispatch, guard, kokkos_runtime, stats
 from .failures import Failures
 from .future import Future
@@ -33,26 +33,24 @@ class Tracer:
 
     # --- logging --------------------------------------------------------------------------
     def log(self, call):
-        """Append ``call``; it runs at once (with what it depends on) if it touches escaped memory."""
-        with guard.lock:
-            stats.bump("ops_traced")
-            result = None
-            if call.op != "for":
-                result = Future(call.prepared.spec.accs[0], self.resolve, call)
-                call.result = result
-            self.trace.append(call)
-            access = call.prepared.access
-            escaped = [a for (name, t), a in zip(call.prepared.spec.params, call.args)
-                       if t.is_view and a.escaped(access[name].write)]
-            if escaped:
-                stats.bump("escaped_calls")
-                self._run(self.trace.partition_for(None, False, (call,)))
-                self._raise_at_call(call)
-                for view in escaped:  # a GPU result reaches the host memory the program holds
-                    device.host_access(view, True)
-            elif len(self.trace) >= config.MAX_TRACE.get():
-                self.flush_all()
-            return result
+        """Append ``call`` (the caller holds ``guard.lock``); it runs at once (with what it depends on) if it
+        touches escaped memory."""
+        stats.bump("ops_traced")
+        result = None
+        if call.op != "for":
+            result = Future(call.prepared.spec.accs[0], self.resolve, call)
+            call.result = result
+        self.trace.append(call)
+        escaped = _escaped_views(call)
+        if escaped:
+            stats.bump("escaped_calls")
+            self._run(self.trace.partition_for(None, False, (call,)))
+            self._raise_at_call(call)
+            for view in escaped:  # a GPU result reaches the host memory the program holds
+                device.host_access(view, True)
+        elif len(self.trace) >= config.MAX_TRACE.get():
+            self.flush_all()
+        return result
 
     def _raise_at_call(self, call) -> None:
         """A call that ran at once reports its failure at once, as eager does: its own error, or the
@@ -134,6 +132,15 @@ class Tracer:
             run_partition([e.call for e in entries], self.failures, fuse=self.fuse)
         finally:
             self._running = False
+
+
+def _escaped_views(call) -> list:
+    """The View arguments of ``call`` the host can reach past the barriers (kfuse/escape.py). Without any
+    export or user base alive, only NumPy and GPU arrays passed straight in can be (the common, fast case)."""
+    args, view_params = call.args, call.prepared.view_params
+    if escape.live():
+        return [args[i] for i, write in view_params if args[i].escaped(write)]
+    return [args[i] for i, _ in view_params if type(args[i]) is not views.View]
 
 
 _tracer = Tracer()
