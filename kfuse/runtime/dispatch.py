@@ -454,7 +454,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
     with guard.lock:
         binding, policy, values = _bind(wu, op, policy, positional, kwargs)
         tracing = tracer is not None and tracer.enabled
-        if binding.direct and not tracing and not (tracer is not None and tracer.failures):
+        if binding.direct and not tracing and not (tracer is not None and tracer.failures.lost):
             args = binding.args(values)  # eager, nothing lost to a failed call: no KernelCall needed
             kokkos_runtime.enter_thread()
             results = binding.prepared.compiled().launch(policy_slots(policy), args)

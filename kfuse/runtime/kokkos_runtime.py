@@ -131,14 +131,16 @@ def ensure_initialized() -> ctypes.CDLL:
 atexit.register(_shutdown)  # at import, so pending work is run at exit even if no kernel ran yet
 
 
-_thread_state = threading.local()
+_this_thread = threading.local()  # per thread, not per ident: a new thread may reuse a dead one's ident
 
 
 def enter_thread() -> None:
     """Let the calling Python thread launch host kernels (call with ``guard.lock`` held, before a launch)."""
-    if not getattr(_thread_state, "entered", False):
+    try:
+        _this_thread.entered
+    except AttributeError:
         ensure_initialized().kfuse_enter_thread()
-        _thread_state.entered = True
+        _this_thread.entered = True
 
 
 def is_running() -> bool:

@@ -67,11 +67,11 @@ def _ref(obj):
 
 class Failures:
     def __init__(self):
-        self._poison: list = []  # (lo, hi, Failure, owner ref)
+        self.lost: list = []  # (lo, hi, Failure, owner ref); a plain list, so "anything lost?" costs nothing
         self._failures: list = []  # every root failure not yet reported to the program
 
     def __bool__(self) -> bool:
-        return bool(self._poison) or bool(self._failures)
+        return bool(self.lost) or bool(self._failures)
 
     # --- recording ----------------------------------------------------------------------------
     def fail(self, call, error: BaseException) -> Failure:
@@ -87,16 +87,16 @@ class Failures:
         for (name, t), arg in zip(call.prepared.spec.params, call.args):
             if t.is_view and access[name].write and arg.bounds[0] < arg.bounds[1]:
                 owner = arg.owner if hasattr(arg, "owner") else _owner(arg._array)
-                self._poison.append((*arg.bounds, failure, _ref(owner)))
+                self.lost.append((*arg.bounds, failure, _ref(owner)))
         if call.result is not None:
             call.result.set_error(failure)
 
     # --- queries ------------------------------------------------------------------------------
     def _live(self):
-        dead = [p for p in self._poison if p[3]() is None]
+        dead = [p for p in self.lost if p[3]() is None]
         if dead:
-            self._poison = [p for p in self._poison if p[3]() is not None]
-        return self._poison
+            self.lost = [p for p in self.lost if p[3]() is not None]
+        return self.lost
 
     def at(self, lo: int, hi: int) -> Failure | None:
         """The failure that poisoned any of the bytes [lo, hi), if one did."""
@@ -110,7 +110,7 @@ class Failures:
         for _, fut in call.futures:
             if fut.failure is not None:
                 return fut.failure
-        if not self._poison:
+        if not self.lost:
             return None
         for (_, t), arg in zip(call.prepared.spec.params, call.args):
             if t.is_view:
@@ -123,12 +123,12 @@ class Failures:
         """``failure`` was raised at its own call, as eager execution raises it: the program knows, and its
         output is what eager leaves (untouched), so nothing stays poisoned by it."""
         failure.reported = True
-        self._poison = [p for p in self._poison if p[2] is not failure]
+        self.lost = [p for p in self.lost if p[2] is not failure]
         self._failures = [f for f in self._failures if f is not failure]
 
     def clear(self, lo: int, hi: int) -> None:
         """The host overwrote [lo, hi) entirely: entries inside it are gone, entries around it stay."""
-        self._poison = [p for p in self._live() if not (lo <= p[0] and p[1] <= hi)]
+        self.lost = [p for p in self._live() if not (lo <= p[0] and p[1] <= hi)]
 
     # --- reporting ----------------------------------------------------------------------------
     def unreported(self) -> list:
