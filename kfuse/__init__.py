@@ -8,7 +8,8 @@ import time as _time
 
 from .errors import (ArgumentError, CompileError, DeferredError, KernelTypeError, KfuseError, LaunchError,
                      SourceError, UnsupportedSyntaxError)
-from .errors import InternalError, user_facing as _user_facing
+from .errors import InternalError, KernelFault, KernelIndexError, KernelZeroDivisionError
+from .errors import user_facing as _user_facing
 from .frontend.workunit import function, workunit
 from .kernel_api import *  # noqa: F401,F403 - math, atomics, printf for kernels
 from .kernel_api import pow  # noqa: A004

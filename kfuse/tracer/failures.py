@@ -32,11 +32,30 @@ class Failure:
         return f"kernel '{self.call.prepared.name}' called at {self.call.site or '<unknown>'}"
 
     def deferred(self, what: str) -> DeferredError:
-        """The error to raise at the use that needed the lost result (marks the failure reported)."""
+        """The error to raise at the use that needed the lost result (marks the failure reported). A lost
+        fault is also its builtin kind, so ``except ZeroDivisionError`` catches it as it does eagerly."""
         self.reported = True
-        err = DeferredError(f"{what} depends on {self.where()}, which failed:\n{self.error}")
+        err = _deferred_class(self.error)(f"{what} depends on {self.where()}, which failed:\n{self.error}")
         err.__cause__ = self.error
         return err
+
+
+def _deferred_class(error: BaseException) -> type:
+    for builtin in (ZeroDivisionError, IndexError):
+        if isinstance(error, KernelFault) and isinstance(error, builtin):
+            return _DEFERRED_FAULTS[builtin]
+    return DeferredError
+
+
+class DeferredZeroDivisionError(DeferredError, ZeroDivisionError):
+    """A lost result whose failing call divided by zero."""
+
+
+class DeferredIndexError(DeferredError, IndexError):
+    """A lost result whose failing call indexed a View out of bounds."""
+
+
+_DEFERRED_FAULTS = {ZeroDivisionError: DeferredZeroDivisionError, IndexError: DeferredIndexError}
 
 
 def _owner(array: np.ndarray):
