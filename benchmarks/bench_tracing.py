@@ -24,7 +24,7 @@ import numpy as np
 
 import kfuse as pk
 from kfuse.runtime import kokkos_runtime
-from kfuse.tracer import api
+from kfuse import engine as api
 
 
 @pk.workunit

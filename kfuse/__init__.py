@@ -16,9 +16,9 @@ from .kernel_api import pow  # noqa: A004
 from .policies import (AUTO, MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, TeamVectorRange,
                        ThreadVectorRange)
 from .runtime.dispatch import parallel_for, parallel_reduce, parallel_scan
-from .runtime.stats import reset as reset_stats
+from .counters import reset as reset_stats
 from .spaces import ExecutionSpace, get_default_space, set_default_space
-from .tracer.future import Future, value
+from .future import Future, value
 from .types import (Acc, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32, float64, int8, int16,
                     int32, int64, real, uint8, uint16, uint32, uint64)
 from .views import View, array, from_numpy
@@ -34,7 +34,7 @@ e = 2.718281828459045
 def fence() -> None:
     """Wait for all work, including kernels still pending in the trace."""
     from .runtime import device, kokkos_runtime
-    from .tracer import api as _tracer_api
+    from . import engine as _tracer_api
 
     try:
         _tracer_api.flush_all()  # raises the first failure of a delayed call not reported yet
@@ -45,9 +45,9 @@ def fence() -> None:
 
 def stats() -> dict:
     """Counters since process start (or the last ``reset_stats()``)."""
-    from .runtime import stats as _stats
+    from . import counters
 
-    return _stats.snapshot()
+    return counters.snapshot()
 
 
 def initialize(*_args, **_kwargs) -> None:
@@ -75,7 +75,7 @@ class Timer:
         self._start = _time.perf_counter()
 
 
-from .tracer.api import disable_fusion, enable_fusion, explain, fusion, fusion_enabled  # noqa: E402
+from .engine import disable_fusion, enable_fusion, explain, fusion, fusion_enabled  # noqa: E402
 disable_fusion = _user_facing(disable_fusion)  # it runs pending work, which may fail
 from .transforms.manager import set_transforms  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403 - NumPy-style array operations (pk.add, pk.sum, pk.zeros ...)

@@ -5,7 +5,7 @@ import enum
 import warnings
 
 from .errors import LaunchError
-from .runtime import guard
+from . import guard
 
 
 class ExecutionSpace(enum.Enum):
@@ -55,7 +55,7 @@ _warned_fork = False
 
 
 def _in_forked_child(space: ExecutionSpace) -> ExecutionSpace:
-    """See runtime/guard.py: OpenMP cannot continue after fork(), Serial can; GPUs cannot."""
+    """See kfuse/guard.py: OpenMP cannot continue after fork(), Serial can; GPUs cannot."""
     global _warned_fork
     if space is ExecutionSpace.OpenMP:
         if not _warned_fork:

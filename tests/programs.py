@@ -16,7 +16,7 @@ from kfuse.check.generate import case as random_case
 from kfuse.check.kernels import k_axpy, k_dot, k_scale, k_scan, k_sin, k_stencil  # noqa: F401 - re-exported
 from kfuse.check.program import Call, Export, Read, Realloc, UseResult, Write  # noqa: F401 - re-exported
 from kfuse.check.host import READS, USES, WRITES  # noqa: F401 - re-exported
-from kfuse.tracer import api as tracer_api
+from kfuse import engine as tracer_api
 
 #: mode name -> kfuse.check mode; every differential test compares each mode but "eager" against "eager".
 MODES = {"eager": EAGER, "traced": TRACED, "fused": FUSED}

@@ -19,7 +19,7 @@ import pytest
 
 import kfuse as pk
 from kfuse.runtime import dispatch
-from kfuse.tracer import api as tracer_api
+from kfuse import engine as tracer_api
 
 N = 64
 X0 = np.linspace(-1.0, 2.0, N)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse.tracer import api as tracer_api
+from kfuse import engine as tracer_api
 from programs import N, k_axpy, k_dot, k_scale, k_scan, k_sin, k_stencil
 
 _tracer = tracer_api._tracer

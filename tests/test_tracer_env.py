@@ -117,7 +117,7 @@ say(f"enabled={pk.fusion_enabled()} launched={pk.stats()['kernels_launched']} x0
 
 def test_max_trace_from_environment(tmp_path):
     out = lines(run_script(tmp_path, '''
-from kfuse.tracer import api
+from kfuse import engine as api
 pk.enable_fusion(trace_only=True)
 x = pk.View(4)
 x.fill(1.0)

@@ -21,7 +21,7 @@ from pathlib import Path
 from .. import config
 from ..codegen.kernel import CODEGEN_VERSION
 from ..errors import CompileError
-from ..runtime import stats
+from .. import counters
 from . import entries, locks, toolchain as tc_mod
 from .root import cache_root, configured, using_cache
 from .trust import MISSING, make_private_dir, warn
@@ -87,10 +87,10 @@ def _kernel(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str) 
     final = root / "kernels" / key[:2] / key
     seconds = _obtain(root, final, "kernel", key, name, lambda: _compile(root, tc, name, source, key, final))
     if seconds is None:
-        stats.bump("cache_hits")
+        counters.bump("cache_hits")
         _notify("hit", name, key)
         return Artifact(name, key, final / "kernel.so", False, 0.0)
-    stats.bump("compiles")
+    counters.bump("compiles")
     _notify("compile", name, key)
     if config.VERBOSE.get():
         print(f"[kfuse] compiled {name} in {seconds:.2f}s ({key[:12]})", file=sys.stderr)

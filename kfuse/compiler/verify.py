@@ -14,8 +14,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import KfuseError
-from ..fuser import persist
-from . import cache, entries, locks, toolchain
+from . import cache, entries, fused, locks, toolchain
 from .root import configured, unusable
 from .trust import CacheWarning, problem
 
@@ -149,7 +148,7 @@ def _fused(root: Path, report: Report) -> None:
     for shard in _slots(root / "fused", report, lambda p: p.is_dir() and re.fullmatch(r"[0-9a-f]{2}", p.name)):
         for path in _slots(shard, report, lambda p: p.suffix == ".json" and _KEY.match(p.stem)):
             report.checked += 1
-            reason = persist.problem(path)
+            reason = fused.problem(path)
             if reason is not None:
                 entries.remove(path)
                 report.say(path, f"removed ({reason})")

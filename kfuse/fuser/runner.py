@@ -10,6 +10,7 @@ import itertools
 import time
 
 from ..codegen.kernel import generate
+from ..compiler import fused as fused_store
 from ..errors import KfuseError
 from ..frontend.access import summarize
 from ..runtime.dispatch import execute, writes_of
@@ -85,14 +86,14 @@ def _fused_kernel(group, args: tuple):
     entry = _fused.get(key)
     if entry is None:
         digest = persist.key(group, key[1], key[2], names)
-        stored = persist.load(digest)
+        stored = fused_store.load(digest)
         if stored is None:
             source, spec, name = build.build(group)
             kernel = FusedKernel(source, spec, tuple(range(len(args))), args)
             kernel, _ = transforms.apply(kernel, names)
             stored = (generate(kernel.source, kernel.spec, name, kernel.restrict), kernel.spec, kernel.arg_index,
                       writes_of(summarize(kernel.source, kernel.spec), kernel.spec))
-            persist.store(digest, stored)
+            fused_store.store(digest, stored)
         generated, spec, arg_index, writes = stored
         compiled = CompiledKernel(generated, spec, fused=True, writes=writes)
         if len(_fused) >= _MAX_CACHED:

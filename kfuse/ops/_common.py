@@ -14,7 +14,7 @@ import numpy as np
 
 from ..policies import MDRangePolicy
 from ..runtime.dispatch import parallel_for
-from ..tracer.future import Future
+from ..future import Future
 from ..views import View
 from . import kernels
 

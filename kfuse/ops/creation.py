@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tracer.future import Future
+from ..future import Future
 from ..types import dtype_of
 from ..views import View
 from .elementwise import fill

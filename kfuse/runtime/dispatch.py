@@ -23,10 +23,11 @@ from ..frontend.normalize import KernelSource, annotation_dtype, normalize
 from ..frontend.spec import ArgType, KernelSpec
 from ..frontend.workunit import Workunit
 from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, normalize as normalize_policy
-from ..tracer.future import Future
+from ..future import Future
 from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
 from ..views import DeviceView, View, view_argument
-from . import guard, kokkos_runtime
+from .. import guard
+from . import kokkos_runtime
 from .launch import CompiledKernel, policy_slots
 
 #: The tracer installs itself here when fusion is on: an object with ``log(call)``.

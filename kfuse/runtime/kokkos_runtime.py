@@ -13,7 +13,7 @@ import sys
 import threading
 
 from .. import config
-from . import guard
+from .. import guard
 
 _SHIM = r"""
 // kfuse runtime shim: Kokkos lifetime, and device buffers for the Views GPU kernels use

@@ -20,7 +20,8 @@ from ..errors import ArgumentError, LaunchError, kernel_fault
 from ..frontend.spec import KernelSpec
 from ..policies import MDRangePolicy, RangePolicy
 from ..types import DType
-from . import device, guard, kokkos_runtime, stats
+from .. import counters, guard
+from . import device, kokkos_runtime
 
 DEVICE_SPACES = ("Cuda", "HIP")
 
@@ -72,7 +73,7 @@ class CompiledKernel:
             self._fn.restype = ctypes.c_int
             self._last_ns = ctypes.c_int64.in_dll(self.lib, "kfuse_last_ns")
             _loaded[self] = None
-            stats.bump("kernels_loaded")
+            counters.bump("kernels_loaded")
 
     def _unload(self) -> None:
         """Close the library; ``_fn`` loads it again if the kernel is launched later."""
@@ -81,7 +82,7 @@ class CompiledKernel:
         self._fn = self._load_and_call
         self.lib = None
         _ctypes.dlclose(handle)
-        stats.bump("kernels_unloaded")
+        counters.bump("kernels_unloaded")
 
     def _load_and_call(self, *entry_args):
         """The entry point of an unloaded kernel: load the library again (rebuilding it if the cache lost it)."""
@@ -107,9 +108,9 @@ class CompiledKernel:
             fault = kernel_fault(_err.value.decode(errors="replace"), self.name)
             fault.results = self._unpack(self._out) if self._unpack else ()  # the launch ran to its end
             raise fault
-        stats.bump("kernels_launched")
+        counters.bump("kernels_launched")
         if self.fused:
-            stats.bump("fused_kernels_launched")
+            counters.bump("fused_kernels_launched")
         if profile is not None:
             profile.append((self.name, self._last_ns.value * 1e-9, self.fused))
         return self._unpack(self._out) if self._unpack else ()

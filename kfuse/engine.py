@@ -5,7 +5,7 @@ Future). Work runs when the host needs it: a View access (through the View host 
 value, ``pk.fence()``, ``disable_fusion()``, a full trace, or interpreter exit -- and at once for a
 call touching escaped memory (kfuse/escape.py), which the host can reach without a barrier.
 
-Threads: one trace and one re-entrant lock (``runtime.guard.lock``) for the process. A thread's host
+Threads: one trace and one re-entrant lock (``guard.lock``) for the process. A thread's host
 access waits while another thread runs a partition, so no read skips its barrier; calls from several
 threads on shared Views are ordered as they were logged. Per-thread traces would be cheaper under
 contention but wrong for Views shared between threads.
@@ -16,11 +16,13 @@ import contextlib
 import os
 import sys
 
-from .. import config, escape, views
-from ..runtime import device, dispatch, guard, kokkos_runtime, stats
-from .failures import Failures
+from . import config, counters, escape, guard, views
+from .fuser.explain import report
+from .fuser.runner import run_partition
 from .future import Future
-from .trace import Trace
+from .runtime import device, dispatch, kokkos_runtime
+from .tracer.failures import Failures
+from .tracer.trace import Trace
 
 
 class Tracer:
@@ -35,7 +37,7 @@ class Tracer:
     def log(self, call):
         """Append ``call`` (the caller holds ``guard.lock``); it runs at once (with what it depends on) if it
         touches escaped memory."""
-        stats.bump("ops_traced")
+        counters.bump("ops_traced")
         result = None
         if call.op != "for":
             result = Future(call.prepared.spec.accs[0], self.resolve, call)
@@ -43,7 +45,7 @@ class Tracer:
         self.trace.append(call)
         escaped = _escaped_views(call)
         if escaped:
-            stats.bump("escaped_calls")
+            counters.bump("escaped_calls")
             self._run(self.trace.partition_for(None, False, (call,)))
             self._raise_at_call(call)
             for view in escaped:  # a GPU result reaches the host memory the program holds
@@ -113,7 +115,7 @@ class Tracer:
                     raise failure.deferred("this kernel call")
 
     def after_fork_in_child(self) -> None:
-        """Pending OpenMP calls inherited from the parent run on the Serial backend here (runtime/guard.py)."""
+        """Pending OpenMP calls inherited from the parent run on the Serial backend here (kfuse/guard.py)."""
         if guard.forked_after_start:
             for entry in self.trace.entries:
                 if entry.call.prepared.spec.space == "OpenMP":
@@ -122,10 +124,8 @@ class Tracer:
     def _run(self, entries) -> None:
         if not entries:
             return
-        from ..fuser.runner import run_partition
-
         self.trace.remove(entries)
-        stats.bump("flushes")
+        counters.bump("flushes")
         kokkos_runtime.enter_thread()
         self._running = True
         try:
@@ -188,8 +188,6 @@ def flush_all() -> None:
 
 
 def explain() -> str:
-    from ..fuser.explain import report
-
     return report()
 
 

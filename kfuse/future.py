@@ -14,8 +14,8 @@ import operator
 
 import numpy as np
 
-from ..errors import public_error
-from ..types import DType
+from .errors import public_error
+from .types import DType
 
 _UNSET = object()
 
