@@ -17,7 +17,7 @@ import time
 import pytest
 
 from kfuse.compiler import entries
-from kfuse.fuser import persist
+from kfuse.compiler import fused as fused_entries
 from test_cache import child_script, cli, entries_by_name, entry_of, private_cache, result_of, run_child
 
 OTHER_UID = 4242  # no such user here: stands for "another user"
@@ -104,7 +104,7 @@ def test_planted_pickle_never_runs_and_the_fused_entry_is_rebuilt(copy, tmp_path
     result = result_of(run_child(script, root, FUSE="1"))
     assert result["ok"] and not marker.exists()
     assert any(str(stored) in w and "is damaged" in w for w in result["warned"])
-    assert persist.problem(stored) is None  # rewritten as valid JSON
+    assert fused_entries.problem(stored) is None  # rewritten as valid JSON
     assert result["stats"]["compiles"] == 0  # the fused kernel's binary was still cached and intact
 
 
@@ -368,8 +368,8 @@ def test_fused_entry_json_round_trips_and_rejects_tampering(copy):
     [stored] = root.glob("fused/*/*.json")
     digest = stored.stem
     text = stored.read_text()
-    generated, spec, arg_index, writes = persist._decode(text, digest)
-    assert persist._decode(persist._encode(digest, (generated, spec, arg_index, writes)), digest) == \
+    generated, spec, arg_index, writes = fused_entries._decode(text, digest)
+    assert fused_entries._decode(fused_entries._encode(digest, (generated, spec, arg_index, writes)), digest) == \
         (generated, spec, arg_index, writes)
     data = json.loads(text)
     unsigned = [lambda e: e["generated"].update(source=e["generated"]["source"] + " "),  # damage that parses
@@ -382,9 +382,9 @@ def test_fused_entry_json_round_trips_and_rejects_tampering(copy):
         bad = json.loads(json.dumps(data))
         tamper(bad["entry"])
         if tamper in signed:
-            bad["sha256"] = persist._sha256(bad["entry"])
+            bad["sha256"] = fused_entries._sha256(bad["entry"])
         with pytest.raises(ValueError):
-            persist._decode(json.dumps(bad), digest)
+            fused_entries._decode(json.dumps(bad), digest)
     with pytest.raises(ValueError):
-        persist._decode(text, "0" * 64)  # another key's file
+        fused_entries._decode(text, "0" * 64)  # another key's file
 
