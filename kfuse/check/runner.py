@@ -149,7 +149,8 @@ def _event(label, action) -> tuple:
     try:
         return (label, OK, action())
     except Exception as exc:  # an exception is an observation: the oracle decides if it was allowed
-        return (label, ERROR, (type(exc).__name__, str(exc)))
+        kind = "DeferredError" if isinstance(exc, pk.DeferredError) else type(exc).__name__  # its subclasses too
+        return (label, ERROR, (kind, str(exc)))
 
 
 def _run_steps(state: _State, steps: tuple) -> list:
