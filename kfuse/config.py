@@ -6,6 +6,7 @@ newcomer looks to learn what can be switched and whether a switch changes compil
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,40 @@ BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a com
 
 ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_LOADED_KERNELS,
        TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
+
+
+def put(setting: Setting, value) -> None:
+    """Set ``setting`` for this process and the processes it starts (a tool's command-line switch)."""
+    os.environ[setting.name] = str(value)
+
+
+@contextlib.contextmanager
+def overridden(setting: Setting, value):
+    """Run a block with ``setting`` at ``value`` (None: unchanged), then restore it."""
+    if value is None:
+        yield
+        return
+    old = os.environ.get(setting.name)
+    put(setting, value)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[setting.name]
+        else:
+            os.environ[setting.name] = old
+
+
+def child_environment(**values) -> dict:
+    """The environment for a child process: this one's, with some settings changed (by Setting attribute
+    name here, e.g. ``CACHE_DIR="/tmp/x"``)."""
+    return dict(os.environ, **{globals()[name].name: str(value) for name, value in values.items()})
+
+
+def prefer_unbound_openmp_threads() -> None:
+    """libgomp reads OMP_PROC_BIND at start-up; binding threads to cores hurts on shared machines, so kfuse
+    turns it off unless the user chose."""
+    os.environ.setdefault("OMP_PROC_BIND", "false")
 
 
 def cache_key() -> str:

@@ -1,7 +1,8 @@
-"""kfuse's parts import each other in one direction only (imports inside functions count too).
+"""kfuse's parts import each other in one direction only (imports inside functions count too), and only
+config.py touches the environment.
 
-A cycle between parts means two stages that cannot be understood, tested or replaced apart; this test
-reads the source (no compiler, no kfuse import) and names the cycle if one appears.
+A cycle between parts means two stages that cannot be understood, tested or replaced apart; these tests
+read the source (no compiler, no kfuse import) and name the offending place.
 """
 from __future__ import annotations
 
@@ -77,6 +78,19 @@ def test_the_parts_of_kfuse_form_no_import_cycle():
                                           ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"])])
 def test_the_cycle_finder_itself(graph, cycle):
     assert find_cycle(graph) == cycle
+
+
+def test_only_config_reads_the_environment():
+    """Every KFUSE_* setting (and any other variable) is read through kfuse/config.py, where it is documented."""
+    readers = []
+    for path in KFUSE.rglob("*.py"):
+        if path.name == "config.py" and path.parent == KFUSE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                    and node.attr in ("environ", "getenv", "putenv"):
+                readers.append(f"{path.relative_to(KFUSE.parent)}:{node.lineno}")
+    assert not readers, "the environment is used outside kfuse/config.py: " + ", ".join(readers)
 
 
 def test_the_graph_sees_imports_inside_functions():

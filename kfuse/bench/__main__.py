@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
+from .. import config
 from ..spaces import ExecutionSpace, get_default_space, set_default_space
-
 from . import measure, report, subjects
 from .paper import TABLE5_CPU
 
@@ -27,7 +26,7 @@ def main(argv=None) -> int:
                         help="execution space of every kernel (default: KFUSE_DEFAULT_SPACE, else OpenMP)")
     args = parser.parse_args(argv)
     if args.space:  # the environment too, so the cold/warm compile subprocesses use the same space
-        os.environ["KFUSE_DEFAULT_SPACE"] = args.space
+        config.put(config.DEFAULT_SPACE, args.space)
         set_default_space(ExecutionSpace[args.space])
     size, repeat = ("smoke", 1) if args.smoke else (args.size, args.repeat)
     names = [n.strip() for n in args.subjects.split(",") if n.strip()]

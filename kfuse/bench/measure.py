@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from collections import defaultdict
 
 import kfuse as pk
 
+from .. import config
 from ..fuser import explain
 from ..runtime import launch
 from ..transforms import manager
@@ -186,7 +186,7 @@ def compile_times(name: str, size: str) -> dict:
     """Run ``name`` fused in a new process with an empty cache (cold: every kernel compiles), then again in a
     new process with that cache (warm: every kernel loads from disk)."""
     with tempfile.TemporaryDirectory(prefix="kfuse_bench_cache_") as tmp:
-        env = dict(os.environ, KFUSE_CACHE_DIR=tmp)
+        env = config.child_environment(CACHE_DIR=tmp)
         out = {}
         for phase in ("cold", "warm"):
             log(f"compile probe ({phase} cache): {name}")

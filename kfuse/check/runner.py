@@ -8,8 +8,6 @@ every result and array. :mod:`kfuse.check.oracle` compares the events of two run
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 from dataclasses import dataclass
 
@@ -172,23 +170,6 @@ def _finals(state: _State) -> list:
 
 
 # --- a whole run -------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _max_trace(value: int | None):
-    if value is None:
-        yield
-        return
-    name = config.MAX_TRACE.name
-    old = os.environ.get(name)
-    os.environ[name] = str(value)
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
-
-
 def _in_threads(states: list, programs: tuple) -> list:
     """Each program in its own thread, all started together."""
     start = threading.Barrier(len(programs))
@@ -214,7 +195,7 @@ def run(case: Case, mode: Mode = EAGER) -> Run:
         validate(steps)
     if pk.fusion_enabled():
         raise RuntimeError("kfuse.check runs need tracing off at the start (is KFUSE_FUSION=1 set?)")
-    with failing_compiles(), _max_trace(mode.max_trace):
+    with failing_compiles(), config.overridden(config.MAX_TRACE, mode.max_trace):
         states = [_State() for _ in case.threads]
         if mode.trace:
             pk.enable_fusion(trace_only=not mode.fuse)

@@ -111,8 +111,7 @@ def ensure_initialized() -> ctypes.CDLL:
         return _lib
     from ..compiler import cache
 
-    # libgomp and Kokkos read these at start-up; binding threads to cores hurts on shared 2-core machines.
-    os.environ.setdefault("OMP_PROC_BIND", "false")
+    config.prefer_unbound_openmp_threads()
     artifact = cache.build("kfuse_runtime", _SHIM)
     lib = ctypes.CDLL(str(artifact.library))
     lib.kfuse_initialize.argtypes = [ctypes.c_int]
