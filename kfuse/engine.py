@@ -17,6 +17,7 @@ import os
 import sys
 
 from . import config, counters, escape, guard, views
+from .errors import public_error
 from .fuser.explain import report
 from .fuser.runner import run_partition
 from .future import Future
@@ -177,7 +178,10 @@ def fusion():
         yield
     finally:
         if not was:
-            disable_fusion()
+            try:
+                disable_fusion()
+            except Exception as exc:  # a delayed call failed: show the user's ``with`` line, not kfuse's frames
+                raise public_error(exc)  # noqa: B904 - public_error keeps the cause
 
 
 def flush_all() -> None:

@@ -193,3 +193,9 @@ def test_errors_of_delayed_calls_show_at_most_two_kfuse_frames(eager):
     with pytest.raises(pk.KfuseError, match="team_size 100000 is larger than") as info:
         pk.fence()
     assert len(kfuse_frames(info.value)) <= 2, kfuse_frames(info.value)
+
+    pk.disable_fusion()
+    with pytest.raises(pk.KfuseError, match="team_size 100000 is larger than") as info:
+        with pk.fusion():  # the flush at the end of the block fails
+            pk.parallel_for(too_big, team_fill, x=pk.View([2]))
+    assert len(kfuse_frames(info.value)) <= 2, kfuse_frames(info.value)
