@@ -107,13 +107,11 @@ class Tracer:
             if self.trace.entries:
                 self._run(list(self.trace.entries))
 
-    def check_eager(self, args: tuple) -> None:
-        """An eager call must not read or overwrite data a failed delayed call lost."""
-        for arg in args:
-            if isinstance(arg, views.View):
-                failure = self.failures.at(*arg.bounds)
-                if failure is not None:
-                    raise failure.deferred("this kernel call")
+    def check_eager(self, call) -> None:
+        """An eager call must not read or overwrite data a failed delayed call lost (the runner's own rule)."""
+        failure = self.failures.blocking(call)
+        if failure is not None:
+            raise failure.deferred("this kernel call")
 
     def after_fork_in_child(self) -> None:
         """Pending OpenMP calls inherited from the parent run on the Serial backend here (kfuse/guard.py)."""

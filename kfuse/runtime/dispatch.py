@@ -465,7 +465,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
             call.site = _call_site()
             return tracer.log(call)  # runs at once if it touches memory the host reaches past barriers
         if tracer is not None:
-            tracer.check_eager(call.args)
+            tracer.check_eager(call)
         if call.futures:
             for _, fut in call.futures:
                 fut.value()
