@@ -16,27 +16,18 @@ import re
 from dataclasses import dataclass
 
 from ..errors import KernelTypeError, UnsupportedSyntaxError
-from ..frontend.normalize import KernelSource, annotation_dtype
+from ..frontend.normalize import KernelSource
 from ..frontend.spec import ArgType
+from ..ir import typing as rules
+from ..ir.pyast import assigned_names, flatten_subscript
+from ..ir.typing import ATOMIC_CALLS, ATOMICS, BINOPS, Unknown, infer_locals, lambda_acc_type
 from ..types import DType, promote
 from .cxx_names import cpp_type, ident
 
 F64, I64, BOOL = DType.float64, DType.int64, DType.bool
 TEAM = "team"
 
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-           ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-_UNARY_FLOAT_MATH = {"sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-                     "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil",
-                     "trunc", "erf", "erfc", "tgamma", "lgamma"}
-_BINARY_FLOAT_MATH = {"pow", "atan2", "fmin", "fmax", "fmod", "hypot", "copysign"}
-_ATOMICS = {"atomic_add": ("atomic_add", False), "atomic_sub": ("atomic_sub", False),
-            "atomic_fetch_add": ("atomic_fetch_add", True), "atomic_fetch_sub": ("atomic_fetch_sub", True),
-            "atomic_fetch_max": ("atomic_fetch_max", True), "atomic_fetch_min": ("atomic_fetch_min", True),
-            "atomic_max": ("atomic_fetch_max", False), "atomic_min": ("atomic_fetch_min", False),
-            "atomic_fetch_and": ("atomic_fetch_and", True), "atomic_fetch_or": ("atomic_fetch_or", True),
-            "atomic_exchange": ("atomic_exchange", True)}
 _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
 # One printf conversion: flags/width/precision, a length modifier (dropped: kfuse casts), the conversion.
 _PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d*)?)(hh|h|ll|l|L|z|j|t)?(.?)")
@@ -60,17 +51,6 @@ def _int_constant(node):
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
     return None
-
-
-def _read_outside_its_loops(stmts, name: str) -> bool:
-    """Whether ``name`` is read anywhere but inside the body of a ``for`` loop that assigns it."""
-    def visit(node, inside: bool) -> bool:
-        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id == name:
-            return visit(node.iter, inside) or any(visit(s, True) for s in node.body + node.orelse)
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-            return not inside
-        return any(visit(child, inside) for child in ast.iter_child_nodes(node))
-    return any(visit(s, False) for s in stmts)
 
 
 def mark_origin(tree: ast.AST, workunit: str, filename: str, member: int) -> None:
@@ -107,10 +87,6 @@ class Sym:
     member: bool = False  # a functor data member (a kernel parameter), const inside operator()
 
 
-class _Unknown(Exception):
-    """A name's type is not known yet (raised during local-type inference only)."""
-
-
 class Unit:
     """Collects what one translation unit needs besides the functor: helper instances."""
 
@@ -138,23 +114,13 @@ class Unit:
             raise caller.error(f"helper '{name}' calls itself; recursion is not supported in kernels", node)
         src = self.helpers[name]
         params = src.tree.args.args
-        if len(params) != len(arg_types):
-            raise caller.error(f"helper '{name}' takes {len(params)} arguments, {len(arg_types)} given", node)
+        typed = rules.helper_params(name, src, arg_types, node, caller)
         self._active.add(name)
-        scope = {}
-        for a, t in zip(params, arg_types):
-            want = annotation_dtype(src.annotations.get(a.arg))
-            if want is not None and not isinstance(t, ArgType):
-                t = want
-            scope[a.arg] = Sym("view" if isinstance(t, ArgType) else "scalar", t, ident(a.arg))
+        scope = {n: Sym("view" if isinstance(t, ArgType) else "scalar", t, ident(n)) for n, t in typed}
         body = BodyTranslator(src, self, scope, in_helper=True)
         body.restrict = frozenset()  # helper parameters are always Views
         lines = body.function_body(src.tree.body)
-        ret = annotation_dtype(src.annotations.get("return"))
-        if ret is None and body.return_types:
-            ret = body.return_types[0]
-            for t in body.return_types[1:]:
-                ret = promote(ret, t)
+        ret = rules.helper_return(src, body.return_types)
         cname = f"{ident(name)}_h{len(self.instances)}"
         ret_cpp = ret.cpp if ret is not None else "void"
         sig = ", ".join(f"{cpp_type(t)} {ident(a.arg)}" for a, t in zip(params, arg_types))
@@ -216,7 +182,7 @@ class BodyTranslator:
     def function_body(self, stmts: list, indent: str = "  ") -> list[str]:
         """Declare locals (hoisted, as Python scopes them function-wide) then translate statements."""
         lines = []
-        assigned = self._assigned_names(stmts)
+        assigned = assigned_names(stmts)
         for name in sorted(n for n, s in self.scope.items() if s.member and s.kind == "scalar" and n in assigned):
             sym = self.scope[name]  # Python lets a body rebind a parameter; the functor member is const
             lines.append(f"{indent}{sym.type.cpp} {sym.cname} = this->{sym.cname};")
@@ -228,97 +194,23 @@ class BodyTranslator:
             self.stmt(stmt, lines, indent)
         return lines
 
-    @staticmethod
-    def _assigned_names(stmts) -> set[str]:
-        names = set()
-        for stmt in stmts:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    names.add(node.id)
-        return names
-
     def _infer_locals(self, stmts) -> dict:
-        """Types of the names this body assigns, joined over every assignment (fixpoint)."""
-        fixed: dict = {}
-        types: dict = {}
-        assigns = []
-
-        lambdas: dict = {}  # nested defs: a local may hold what their nested reduce returns
-
-        def collect(body):
-            for stmt in body:
-                if isinstance(stmt, ast.FunctionDef):
-                    lambdas[stmt.name] = Sym("lambda", (stmt, self._lambda_acc_type(stmt)), ident(stmt.name))
-                    continue
-                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                    dtype = annotation_dtype(stmt.annotation.value)
-                    if dtype is None:
-                        raise self.unsupported(f"local annotation {stmt.annotation.value!r}", stmt,
-                                               "annotate locals with int, float, bool or pk.<dtype>")
-                    fixed[stmt.target.id] = dtype
-                elif isinstance(stmt, ast.Assign):
-                    for target in stmt.targets:
-                        if isinstance(target, ast.Name):
-                            assigns.append((target.id, stmt.value))
-                        elif isinstance(target, (ast.Tuple, ast.List)):
-                            raise self.unsupported("tuple assignment", stmt, "assign each variable separately")
-                elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-                    assigns.append((stmt.target.id, ast.BinOp(left=stmt.target, op=stmt.op, right=stmt.value)))
-                elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
-                    if stmt.target.id not in self.scope:
-                        types.setdefault(stmt.target.id, I64)
-                for field in ("body", "orelse"):
-                    collect(getattr(stmt, field, []) or [])
-
-        collect(stmts)
-        # A loop variable lives in its loop, unless it is read after the loop (Python keeps its last value).
-        loop_only = {n for n in types if not _read_outside_its_loops(stmts, n)}
-        for name in fixed:
-            loop_only.discard(name)
-        pending = [(n, v) for n, v in assigns if n not in fixed and not self._is_outer(n)]
-        for name in {n for n, _ in pending}:
-            loop_only.discard(name)
-        self.inferring = True
-        for _ in range(6):
-            changed = False
+        """Types of the names this body assigns (the shared rules), typing values with this translator."""
+        def type_of(value, types, lambdas):
             saved = dict(self.scope)
-            self.scope.update(lambdas)
-            for name, dtype in {**types, **fixed}.items():
-                self.scope[name] = Sym("scalar", dtype, ident(name))
-            for name, value in pending:
-                try:
-                    _, t = self.expr(value)
-                except _Unknown:
-                    continue
-                if isinstance(t, ArgType) or t == TEAM:
-                    raise self.unsupported(f"assigning a View or team handle to local '{name}'", value,
-                                           "index the View directly where it is used")
-                if t is None:
-                    raise self.type_error(f"'{ast.unparse(value)}' has no value to assign to '{name}'", value)
-                new = t if name not in types or name in loop_only else promote(types[name], t) \
-                    if types[name] != t else t
-                if types.get(name) != new:
-                    types[name] = new
-                    changed = True
-                loop_only.discard(name)
-            self.scope = saved
-            if not changed:
-                break
-        self.inferring = False
-        unresolved = {n for n, _ in pending} - set(types) - set(fixed)
-        if unresolved:
-            name = sorted(unresolved)[0]
-            node = next(v for n, v in pending if n == name)
-            raise self.type_error(f"cannot infer the type of local '{name}'", node,
-                                  "annotate it, e.g. 'x: float = 0.0'")
-        result = {n: t for n, t in types.items() if n not in loop_only}
-        result.update(fixed)
-        self.loop_vars = loop_only
-        return result
+            self.scope.update({n: Sym("lambda", (d, lambda_acc_type(d)), ident(n)) for n, d in lambdas.items()})
+            self.scope.update({n: Sym("scalar", t, ident(n)) for n, t in types.items()})
+            try:
+                return self.expr(value)[1]
+            finally:
+                self.scope = saved
 
-    def _is_outer(self, name: str) -> bool:
-        sym = self.scope.get(name)
-        return sym is not None
+        self.inferring = True
+        try:
+            result, self.loop_vars = infer_locals(stmts, self.scope, type_of, self)
+        finally:
+            self.inferring = False
+        return result
 
     # --- statements ---------------------------------------------------------------------
     def stmt(self, node, out: list, ind: str) -> None:
@@ -390,10 +282,10 @@ class BodyTranslator:
 
     def stmt_AugAssign(self, node, out, ind):
         code, tt = self._store_target(node.target)
-        op = type(node.op)
-        if op in _BINOPS and op not in (ast.LShift, ast.RShift):
+        op = BINOPS.get(type(node.op))
+        if op in ("+", "-", "*", "&", "|", "^"):
             value, vt = self.expr(node.value)
-            out.append(f"{ind}{code} {_BINOPS[op]}= {value};")
+            out.append(f"{ind}{code} {op}= {value};")
             return
         combined, ct = self.binop(node.op, (code, tt), self.expr(node.value), node)
         out.append(f"{ind}{code} = {self._convert(combined, ct, tt)};")
@@ -465,14 +357,6 @@ class BodyTranslator:
         out.append(f"{ind}  }}")
         out.append(f"{ind}}}")
 
-    @staticmethod
-    def _lambda_acc_type(node: ast.FunctionDef):
-        """The accumulator type of a nested def (its second parameter), or None for a plain for body."""
-        params = node.args.args
-        if len(params) < 2:
-            return None
-        return annotation_dtype(params[1].annotation.value if params[1].annotation is not None else None) or F64
-
     def stmt_FunctionDef(self, node, out, ind):
         """A nested def inside a team workunit: a C++ lambda for TeamThreadRange/ThreadVectorRange."""
         params = node.args.args
@@ -481,7 +365,7 @@ class BodyTranslator:
         scope = dict(self.scope)
         sig = [f"const int64_t {ident(params[0].arg)}"]
         scope[params[0].arg] = Sym("scalar", I64, ident(params[0].arg))
-        acc_type = self._lambda_acc_type(node)
+        acc_type = lambda_acc_type(node)
         if len(params) >= 2:
             scope[params[1].arg] = Sym("scalar", acc_type, ident(params[1].arg))
             sig.append(f"{acc_type.cpp}& {ident(params[1].arg)}")
@@ -527,14 +411,11 @@ class BodyTranslator:
     def expr_Name(self, node):
         sym = self.scope.get(node.id)
         if sym is None:
-            raise _Unknown(node.id) if self._inferring(node.id) else \
+            raise Unknown(node.id) if self.inferring else \
                 self.type_error(f"name '{node.id}' is used before any assignment", node)
         if sym.kind == "lambda":
             return sym.cname, sym.type
         return sym.cname, (TEAM if sym.kind == "team" else sym.type)
-
-    def _inferring(self, name) -> bool:
-        return self.inferring
 
     def expr_BinOp(self, node):
         return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
@@ -545,37 +426,27 @@ class BodyTranslator:
             if not isinstance(t, DType):
                 raise self.type_error(f"arithmetic on a {'View' if isinstance(t, ArgType) else t} in "
                                       f"'{ast.unparse(node)}'", n, "index the View to get an element")
-        opt = type(op)
+        name = BINOPS.get(type(op))
+        if name is None:
+            raise self.unsupported(f"operator {type(op).__name__}", node)
         both_int = not ta.is_float and not tb.is_float
-        if both_int and opt not in (ast.Div, ast.Pow) and not (ta is BOOL and tb is BOOL):
-            # Compute in the promoted type, as the type says: C++ would do int32 * int32 in 32 bits (overflow)
-            # and uint32 - int64 literal in unsigned arithmetic (wrap-around), where Python gives the true value.
-            t = promote(ta, tb)
-            a, b = self._convert(a, ta, t), self._convert(b, tb, t)
-        if opt in _BINOPS:
-            if opt in (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift) and not both_int:
-                raise self.type_error(f"bitwise operator on floats in '{ast.unparse(node)}'", node)
-            if opt in (ast.BitAnd, ast.BitOr, ast.BitXor) and ta is BOOL and tb is BOOL:
-                return f"({a} {_BINOPS[opt]} {b})", BOOL
-            return f"({a} {_BINOPS[opt]} {b})", promote(ta, tb)
-        if opt is ast.Div:
+        if name in rules.BITWISE and not both_int:
+            raise self.type_error(f"bitwise operator on floats in '{ast.unparse(node)}'", node)
+        operands = rules.integer_operands(name, ta, tb)
+        if operands is not None:
+            a, b = self._convert(a, ta, operands), self._convert(b, tb, operands)
+        t = rules.binop_type(name, ta, tb)
+        if name == "/":
+            return (f"(static_cast<double>({a}) / static_cast<double>({b}))" if both_int else f"({a} / {b})"), t
+        if name == "//":
+            return (self._integer_division("floordiv", a, b, node) if both_int else f"std::floor({a} / {b})"), t
+        if name == "%":
+            return (self._integer_division("mod", a, b, node) if both_int else f"kf_fmod_py({a}, {b})"), t
+        if name == "**":
             if both_int:
-                return f"(static_cast<double>({a}) / static_cast<double>({b}))", F64
-            return f"({a} / {b})", promote(ta, tb)
-        if opt is ast.FloorDiv:
-            if both_int:
-                return self._integer_division("floordiv", a, b, node), promote(ta, tb)
-            return f"std::floor({a} / {b})", promote(ta, tb)
-        if opt is ast.Mod:
-            if both_int:
-                return self._integer_division("mod", a, b, node), promote(ta, tb)
-            return f"kf_fmod_py({a}, {b})", promote(ta, tb)
-        if opt is ast.Pow:
-            if both_int:
-                return f"kf_ipow({a}, {b})", I64
-            t = promote(ta, tb)
+                return f"kf_ipow({a}, {b})", t
             return f"std::pow(static_cast<{t.cpp}>({a}), static_cast<{t.cpp}>({b}))", t
-        raise self.unsupported(f"operator {type(op).__name__}", node)
+        return f"({a} {name} {b})", t
 
     def _integer_division(self, kind: str, a: str, b: str, node) -> str:
         """Integer // or %: checked for a zero divisor (and MIN // -1), unless the divisor is a constant
@@ -589,19 +460,15 @@ class BodyTranslator:
         code, t = self.expr(node.operand)
         if not isinstance(t, DType):
             raise self.type_error(f"operator on a non-scalar in '{ast.unparse(node)}'", node)
-        if isinstance(node.op, ast.Not):
-            return f"(!{code})", BOOL
-        if isinstance(node.op, ast.USub):
-            if t is BOOL or (t.is_int and not t.is_signed):  # Python negates the value; C++ would wrap unsigned
-                return f"(-static_cast<int64_t>({code}))", I64
-            return f"(-{code})", t
-        if isinstance(node.op, ast.UAdd):
-            return f"(+{code})", (I64 if t is BOOL else t)
-        if isinstance(node.op, ast.Invert):
-            if t.is_float:
-                raise self.type_error("~ on a float", node)
-            return (f"(!{code})", BOOL) if t is BOOL else (f"(~{code})", t)
-        raise self.unsupported(type(node.op).__name__, node)
+        name = rules.UNARY[type(node.op)]
+        if name == "~" and t.is_float:
+            raise self.type_error("~ on a float", node)
+        result = rules.unary_type(name, t)
+        if name == "not" or (name == "~" and t is BOOL):
+            return f"(!{code})", result
+        if name == "-" and result is not t:
+            return f"(-static_cast<int64_t>({code}))", result
+        return f"({name}{code})", result
 
     def expr_BoolOp(self, node):
         is_and = isinstance(node.op, ast.And)
@@ -612,9 +479,7 @@ class BodyTranslator:
         if all(t is BOOL for _, t in values):
             return "(" + (" && " if is_and else " || ").join(c for c, _ in values) + ")", BOOL
         # Python's and/or yield the deciding operand (`i or 7` is 7 when i == 0), still short-circuiting.
-        t = values[0][1]
-        for _, t2 in values[1:]:
-            t = promote(t, t2) if t != t2 else t
+        t = rules.boolop_type([t for _, t in values])
         stop = "!kf_v" if is_and else "kf_v"
         steps = "".join(f"kf_v = {c}; if ({stop}) return kf_v; " for c, _ in values[:-1])
         return f"[&]() -> {t.cpp} {{ {t.cpp} kf_v; {steps}return {values[-1][0]}; }}()", t
@@ -627,8 +492,8 @@ class BodyTranslator:
                 raise self.unsupported(f"comparison '{type(op).__name__}'", node)
             right = self.expr(comparator)
             (a, ta), (b, tb) = left, right
-            if isinstance(ta, DType) and isinstance(tb, DType) and ta.is_int and tb.is_int and ta != tb:
-                t = promote(ta, tb)  # compare values, not C++'s unsigned conversions (uint32(3) < -1 is false)
+            t = rules.compare_operands(ta, tb)
+            if t is not None:
                 a, b = self._convert(a, ta, t), self._convert(b, tb, t)
             parts.append(f"({a} {_CMPOPS[type(op)]} {b})")
             left = right
@@ -638,20 +503,11 @@ class BodyTranslator:
         cond, _ = self.expr(node.test)
         a, ta = self.expr(node.body)
         b, tb = self.expr(node.orelse)
-        t = promote(ta, tb) if ta != tb else ta
+        t = rules.join(ta, tb)
         return f"({cond} ? static_cast<{t.cpp}>({a}) : static_cast<{t.cpp}>({b}))", t
 
-    def _flatten_subscript(self, node):
-        indices = []
-        while isinstance(node, ast.Subscript):
-            idx = node.slice
-            parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-            indices = list(parts) + indices
-            node = node.value
-        return node, indices
-
     def subscript(self, node):
-        base, indices = self._flatten_subscript(node)
+        base, indices = flatten_subscript(node)
         if isinstance(base, ast.Attribute) and base.attr == "shape":
             code, t = self.expr(base.value)
             if isinstance(t, ArgType) and len(indices) == 1:
@@ -740,7 +596,7 @@ class BodyTranslator:
             return f"static_cast<{target.cpp}>({c})", target
         if name == "abs":
             (c, t), = self._scalar_args(node, 1)
-            return (f"std::fabs({c})", t) if t.is_float else (f"kf_abs({c})", promote(t, t))
+            return (f"std::fabs({c})" if t.is_float else f"kf_abs({c})"), rules.abs_type(t)
         if name in ("min", "max"):
             args = self._scalar_args(node)
             if len(args) < 2:
@@ -780,25 +636,25 @@ class BodyTranslator:
         raise self.unsupported(f"method call '{ast.unparse(func)}'", node)
 
     def call_pk(self, name, node, statement):
-        if name in _UNARY_FLOAT_MATH or name in ("fabs", "abs", "isnan", "isinf", "isfinite", "round"):
+        if name in rules.UNARY_FLOAT_MATH or name in ("fabs", "abs", "isnan", "isinf", "isfinite", "round"):
             (c, t), = self._scalar_args(node, 1)
+            out_t = rules.math_type(name, [t])
             if name in ("fabs", "abs"):
-                return (f"std::fabs({c})", t) if t.is_float else (f"kf_abs({c})", promote(t, t))
+                return (f"std::fabs({c})" if t.is_float else f"kf_abs({c})"), out_t
             if name in ("isnan", "isinf", "isfinite"):
-                return f"std::{name}(static_cast<double>({c}))", BOOL
+                return f"std::{name}(static_cast<double>({c}))", out_t
             if name == "round":
-                return f"static_cast<int64_t>(std::nearbyint({c}))", I64
-            out_t = t if t.is_float else F64
+                return f"static_cast<int64_t>(std::nearbyint({c}))", out_t
             return f"std::{name}(static_cast<{out_t.cpp}>({c}))", out_t
-        if name in _BINARY_FLOAT_MATH:
+        if name in rules.BINARY_FLOAT_MATH:
             (a, ta), (b, tb) = self._scalar_args(node, 2)
-            t = promote(ta, tb)
-            t = t if t.is_float else F64
+            t = rules.math_type(name, [ta, tb])
             return f"std::{name}(static_cast<{t.cpp}>({a}), static_cast<{t.cpp}>({b}))", t
         if name == "fma":
             args = self._scalar_args(node, 3)
-            return f"std::fma({', '.join(f'static_cast<double>({c})' for c, _ in args)})", F64
-        if name in _ATOMICS or name in ("atomic_increment", "atomic_decrement", "atomic_compare_exchange"):
+            return f"std::fma({', '.join(f'static_cast<double>({c})' for c, _ in args)})", \
+                rules.math_type(name, [t for _, t in args])
+        if name in ATOMIC_CALLS:
             return self.call_atomic(name, node)
         if name == "printf":
             return self.call_printf(node), None
@@ -836,15 +692,14 @@ class BodyTranslator:
             exp, _ = self.expr(args[2])
             des, _ = self.expr(args[3])
             return f"Kokkos::atomic_compare_exchange({ref}, static_cast<{t.cpp}>({exp}), " \
-                   f"static_cast<{t.cpp}>({des}))", t
+                   f"static_cast<{t.cpp}>({des}))", rules.atomic_type(name, t)
         if len(args) != 3:
             raise self.type_error(f"pk.{name}(view, [indices], value) takes 3 arguments", node)
         ref, t = self._element_ref(args[0], args[1], node)
         if name in ("atomic_fetch_and", "atomic_fetch_or") and not t.is_int:
             raise self.type_error(f"pk.{name} needs a View of integers, '{ast.unparse(args[0])}' holds {t.name}", node)
         val, _ = self.expr(args[2])
-        kokkos_name, returns = _ATOMICS[name]
-        return f"Kokkos::{kokkos_name}({ref}, static_cast<{t.cpp}>({val}))", (t if returns else None)
+        return f"Kokkos::{ATOMICS[name][0]}({ref}, static_cast<{t.cpp}>({val}))", rules.atomic_type(name, t)
 
     def call_printf(self, node):
         if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):

@@ -12,8 +12,10 @@ helpers, different views of overlapping memory) is refused.
 """
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
+
+from ..ir.access import analyse
+from ..ir.lower import lower
 
 
 @dataclass(frozen=True)
@@ -35,52 +37,15 @@ class KernelPattern:
     offset_params: frozenset  # scalar parameters whose values matter to the analysis
 
 
-def _assigned(tree) -> set:
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
-
-
-def _has_return(body) -> bool:
-    """A return reachable from the body itself (returns inside nested defs belong to those defs)."""
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            return True
-        if not isinstance(node, ast.FunctionDef):
-            stack.extend(ast.iter_child_nodes(node))
-    return False
-
-
-def _offset(node, scalars: set, assigned: set):
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return ("c", node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _offset(node.operand, scalars, assigned)
-        return ("c", -inner[1]) if inner and inner[0] == "c" else None
-    if isinstance(node, ast.Name) and node.id in scalars and node.id not in assigned:
-        return ("p", node.id)
-    return None
-
-
-def _match(expr, thread: str, scalars: set, assigned: set):
-    """(offset) if ``expr`` is ``thread + offset`` (one-to-one in the thread index), else None."""
-    if isinstance(expr, ast.Name) and expr.id == thread:
-        return ("c", 0)
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
-        left, right = expr.left, expr.right
-        if isinstance(left, ast.Name) and left.id == thread:
-            off = _offset(right, scalars, assigned)
-            if off is None:
-                return None
-            if isinstance(expr.op, ast.Sub):
-                return ("c", -off[1]) if off[0] == "c" else None  # tid - param: keep it simple, refuse
-            return off
-        if isinstance(expr.op, ast.Add) and isinstance(right, ast.Name) and right.id == thread:
-            return _offset(left, scalars, assigned)
+def _match(index, thread: str):
+    """(offset) if ``index`` (an Affine, or None) is ``thread + offset`` (one-to-one in the thread index),
+    offset a constant or one scalar parameter, else None."""
+    if index is None or index.terms != ((thread, 1),):
+        return None
+    if not index.symbols:
+        return ("c", index.const)
+    if index.const == 0 and len(index.symbols) == 1 and index.symbols[0][1] == 1:
+        return ("p", index.symbols[0][0])
     return None
 
 
@@ -102,20 +67,20 @@ def _analyse(prepared) -> KernelPattern:
         return KernelPattern({}, "a TeamPolicy kernel (team threads share data)", frozenset())
     if spec.space == "Debug":
         return KernelPattern({}, "runs in the Debug space", frozenset())
+    found = analyse(lower(src, spec))
     threads = names[:spec.rank]
-    assigned = _assigned(src.tree)
-    if set(threads) & assigned:
+    if set(threads) & found.assigned:
         return KernelPattern({}, "the kernel reassigns its thread index", frozenset())
-    if _has_return(src.tree.body):
+    if found.returns:
         return KernelPattern({}, "the kernel body returns early (a return would skip the fused kernels after it)",
                              frozenset())
-    scalars = {n for n, t in spec.params if not t.is_view}
     offsets = set()
     params = {}
-    for name, pa in prepared.access.items():
+    for name in (n for n, t in spec.params if t.is_view):
         opaque = None
         rows = []
-        for acc in pa.accesses:
+        accesses = [a for a in found.accesses if a.view == name]
+        for acc in accesses:
             if acc.kind == "atomic":
                 opaque = f"atomic update of '{name}'"
                 continue
@@ -124,16 +89,17 @@ def _analyse(prepared) -> KernelPattern:
                 continue
             row = []
             for thread in threads:
-                found = set()
-                for dim, idx in enumerate(acc.indices):
-                    off = _match(idx, thread, scalars, assigned)
+                matched = set()
+                for dim, index in enumerate(acc.indices):
+                    off = _match(index, thread)
                     if off is not None:
-                        found.add((dim, off))
+                        matched.add((dim, off))
                         if off[0] == "p":
                             offsets.add(off[1])
-                row.append(frozenset(found))
-            rows.append((tuple(row), ast.unparse(acc.node)))
-        params[name] = ParamPattern(pa.read, pa.write, opaque, tuple(rows))
+                row.append(frozenset(matched))
+            rows.append((tuple(row), acc.text))
+        params[name] = ParamPattern(any(a.reads for a in accesses), any(a.writes for a in accesses), opaque,
+                                    tuple(rows))
     return KernelPattern(params, None, frozenset(offsets))
 
 

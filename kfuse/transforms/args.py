@@ -10,7 +10,8 @@ import ast
 import copy
 from dataclasses import replace
 
-from .ir import FusedKernel, PassResult, assigned_names, scalar_key, storage_key
+from ..ir.pyast import assigned_names
+from .ir import FusedKernel, PassResult, scalar_key, storage_key
 
 
 def run(kernel: FusedKernel) -> PassResult:

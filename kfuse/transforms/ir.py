@@ -59,15 +59,6 @@ def overlaps(a, b) -> bool:
     return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
 
 
-def assigned_names(nodes) -> set:
-    names = set()
-    for node in nodes:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                names.add(sub.id)
-    return names
-
-
 def alias_classes(kernel: FusedKernel) -> dict:
     """View parameter -> a representative parameter of every View whose memory it may overlap."""
     views = [(n, kernel.value(n)) for n, t in kernel.spec.params if t.is_view]

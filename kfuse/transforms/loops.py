@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import copy
 
+from ..ir.pyast import flatten_subscript
 from .ir import FusedKernel, PassResult, alias_classes, storage_classes
 
 
@@ -22,15 +23,6 @@ def _rename(nodes, old: str, new: str):
             if isinstance(sub, ast.Name) and sub.id == old:
                 sub.id = new
     return nodes
-
-
-def _flatten(node):
-    indices = []
-    while isinstance(node, ast.Subscript):
-        idx = node.slice
-        indices = list(idx.elts if isinstance(idx, ast.Tuple) else [idx]) + indices
-        node = node.value
-    return node, indices
 
 
 def _is_loop_offset(node, loop: str) -> bool:
@@ -55,7 +47,7 @@ def _footprint(body, views: dict, storage: dict, loop: str):
                 exits = True
             elif isinstance(node, (ast.Assign, ast.AugAssign)):
                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                    base, _ = _flatten(t)
+                    base, _ = flatten_subscript(t)
                     if isinstance(t, ast.Subscript) and isinstance(base, ast.Name) and base.id in views:
                         written.add(views[base.id])
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
@@ -68,7 +60,7 @@ def _footprint(body, views: dict, storage: dict, loop: str):
                         written.add(views[a.id])
                         accesses.setdefault(views[a.id], set()).add("<opaque>")
             if isinstance(node, ast.Subscript) and id(node) not in inner:
-                base, idx = _flatten(node)
+                base, idx = flatten_subscript(node)
                 sub = node.value
                 while isinstance(sub, ast.Subscript):
                     inner.add(id(sub))

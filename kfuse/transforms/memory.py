@@ -23,16 +23,8 @@ import copy
 import itertools
 import re
 
+from ..ir.pyast import assigned_names, flatten_subscript
 from .ir import FusedKernel, PassResult, alias_classes
-
-
-def _flatten(node):
-    indices = []
-    while isinstance(node, ast.Subscript):
-        idx = node.slice
-        indices = list(idx.elts if isinstance(idx, ast.Tuple) else [idx]) + indices
-        node = node.value
-    return node, indices
 
 
 def _names_in(nodes) -> set:
@@ -52,7 +44,7 @@ class _Eliminator:
 
     # --- helpers ------------------------------------------------------------------------
     def _key(self, node):
-        base, idx = _flatten(node)
+        base, idx = flatten_subscript(node)
         if not (isinstance(base, ast.Name) and base.id in self.classes):
             return None
         # The element is (this View, this index): two Views of one overlap class (e.g. subviews a[:16] and
@@ -64,7 +56,7 @@ class _Eliminator:
     @staticmethod
     def _trackable(node) -> bool:
         """The index names only values that memory writes cannot change (see ``_load_indices``)."""
-        _, idx = _flatten(node)
+        _, idx = flatten_subscript(node)
         return not any(isinstance(n, (ast.Subscript, ast.Call)) for i in idx for n in ast.walk(i))
 
     def _load_indices(self, node, avail: dict, pre: list, read_classes: set):
@@ -206,7 +198,7 @@ class _Eliminator:
             if side_effects and self._touches_memory(stmt):
                 avail.clear()
                 stores.clear()
-            changed = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            changed = assigned_names([stmt])
             for k in [k for k, (_, names) in avail.items() if names & changed]:
                 del avail[k]
             # Fix (tests): ``y[i][k] = a; k = k + 1; y[i][k] = b`` removed the first store as dead.
@@ -227,7 +219,7 @@ class _Eliminator:
             for node in ast.walk(target):
                 if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and self._key(node):
                     written.add(self._key(node)[0][0])
-                    for i in _flatten(node)[1]:
+                    for i in flatten_subscript(node)[1]:
                         self._note_reads(i, read_classes)
         return written
 

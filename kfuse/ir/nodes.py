@@ -1,0 +1,321 @@
+"""The kernel IR: frozen, hashable nodes, each with the source location it came from.
+
+Every expression carries its type (a ``DType``, a ``ViewType`` or ``TEAM``; ``None`` for a call that
+returns nothing). Locations and the user's spelling of an access are left out of equality, so two
+accesses written alike compare equal wherever they are. Implicit conversions are explicit ``Cast``
+nodes, placed where the C++ translator converts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..types import DType
+
+
+@dataclass(frozen=True)
+class Loc:
+    """File and line of a node; ``member`` is the call's position in a fused kernel (-1: not fused)."""
+
+    file: str
+    line: int
+    member: int = -1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" + (f" (member {self.member})" if self.member >= 0 else "")
+
+
+NOWHERE = Loc("", 0)
+
+
+@dataclass(frozen=True)
+class ViewType:
+    dtype: DType
+    ndim: int
+    layout: str = "right"  # "right" (C-contiguous) | "stride"
+
+    def __str__(self) -> str:
+        return f"View{self.ndim}D[{self.dtype.name}{', strided' if self.layout == 'stride' else ''}]"
+
+
+@dataclass(frozen=True)
+class TeamType:
+    """The team handle of a TeamPolicy kernel."""
+
+    def __str__(self) -> str:
+        return "team"
+
+
+TEAM = TeamType()
+
+
+@dataclass(frozen=True)
+class Node:
+    loc: Loc = field(default=NOWHERE, compare=False, kw_only=True)
+
+
+# --- expressions ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Const(Node):
+    value: object
+    type: DType
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    id: str
+    type: object
+
+
+@dataclass(frozen=True)
+class Load(Node):
+    """One element of a View parameter, ``view[indices]``; ``text`` is the user's spelling."""
+
+    view: str
+    indices: tuple
+    type: DType
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Extent(Node):
+    view: str
+    dim: object  # an integer expression
+    type: DType = DType.int64
+
+
+@dataclass(frozen=True)
+class BinOp(Node):
+    op: str  # Python's operator: + - * / // % ** & | ^ << >>, with Python's semantics
+    left: object
+    right: object
+    type: DType
+
+
+@dataclass(frozen=True)
+class UnaryOp(Node):
+    op: str  # - + not ~
+    operand: object
+    type: DType
+
+
+@dataclass(frozen=True)
+class Compare(Node):
+    """``left op right`` (op: < <= > >= == !=); a chain ``a < b < c`` is an ``and`` of two Compares."""
+
+    op: str
+    left: object
+    right: object
+    type: DType = DType.bool
+
+
+@dataclass(frozen=True)
+class BoolOp(Node):
+    op: str  # and | or; on non-bools the deciding operand, as in Python
+    values: tuple
+    type: DType
+
+
+@dataclass(frozen=True)
+class Cast(Node):
+    value: object
+    type: DType
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    """A math function or builtin by its canonical name (``sqrt``, ``abs``, ``min``, ``round``, ...)."""
+
+    func: str
+    args: tuple
+    type: DType
+
+
+@dataclass(frozen=True)
+class Ternary(Node):
+    test: object
+    body: object
+    orelse: object
+    type: DType
+
+
+@dataclass(frozen=True)
+class HelperCall(Node):
+    """A call of ``Kernel.helpers[instance]`` (a ``@pk.function`` specialised on its argument types)."""
+
+    name: str
+    instance: int
+    args: tuple
+    type: object
+
+
+@dataclass(frozen=True)
+class Atomic(Node):
+    """``pk.<func>(view, [indices], *args)``; ``type`` is None unless it returns the old value."""
+
+    func: str
+    view: str
+    indices: tuple
+    args: tuple
+    type: object
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class TeamQuery(Node):
+    team: str
+    what: str  # league_rank | team_rank | team_size | league_size
+    type: DType = DType.int64
+
+
+@dataclass(frozen=True)
+class Nested(Node):
+    """Nested parallelism in a team kernel: ``pk.<kind>(pk.<range>(team, *bounds), body)``."""
+
+    kind: str  # parallel_for | parallel_reduce | parallel_scan
+    range: str  # TeamThreadRange | ThreadVectorRange | TeamVectorRange
+    team: str
+    bounds: tuple
+    body: str  # the Lambda's name
+    type: object
+
+
+# --- statements ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Assign(Node):
+    """``name = value`` (``op``: ``name op= value``); the value is converted to the local's ``type``."""
+
+    name: str
+    type: DType
+    value: object
+    op: str | None = None
+
+
+@dataclass(frozen=True)
+class Accumulate(Node):
+    """A reduction's or scan's accumulator updated, ``acc op= value`` (``op`` None: assigned)."""
+
+    name: str
+    type: DType
+    value: object
+    op: str | None = None
+
+
+@dataclass(frozen=True)
+class Store(Node):
+    """``view[indices] = value`` (``op``: ``op=``), converted to the element ``type``."""
+
+    view: str
+    indices: tuple
+    value: object
+    type: DType
+    op: str | None = None
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Eval(Node):
+    """A call run for its effect (an atomic, a helper, a barrier, nested parallelism)."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class Print(Node):
+    format: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Barrier(Node):
+    team: str
+
+
+@dataclass(frozen=True)
+class If(Node):
+    test: object
+    body: tuple
+    orelse: tuple
+
+
+@dataclass(frozen=True)
+class While(Node):
+    test: object
+    body: tuple
+
+
+@dataclass(frozen=True)
+class For(Node):
+    """``for var in range(start, stop, step)``; ``scoped``: var lives only in the loop (else a hoisted local)."""
+
+    var: str
+    start: object
+    stop: object
+    step: object
+    body: tuple
+    scoped: bool = True
+
+
+@dataclass(frozen=True)
+class Break(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Return(Node):
+    value: object = None
+
+
+@dataclass(frozen=True)
+class Lambda(Node):
+    """A nested def of a team kernel, the body of nested parallelism: index, then accumulator and flag."""
+
+    name: str
+    params: tuple  # (name, type)
+    locals: tuple  # (name, DType), hoisted
+    body: tuple
+
+
+# --- functions -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Function(Node):
+    """A ``@pk.function`` specialised on its argument types; ``ret`` None returns nothing."""
+
+    name: str
+    params: tuple  # (name, type)
+    ret: object
+    locals: tuple
+    body: tuple
+
+
+@dataclass(frozen=True)
+class Kernel(Node):
+    """A workunit (or fused kernel) for one specialisation.
+
+    ``threads``: the thread indices (or the team handle); ``accs``: reduction/scan accumulators;
+    ``flags``: the scan's last_pass; ``params``: user parameters; all (name, type). ``locals``: hoisted
+    locals, (name, DType); ``helpers``: the Functions its HelperCalls index.
+    """
+
+    name: str
+    op: str
+    policy: str
+    threads: tuple
+    accs: tuple
+    flags: tuple
+    params: tuple
+    locals: tuple
+    body: tuple
+    helpers: tuple = ()
+
+    @property
+    def views(self) -> dict:
+        return {n: t for n, t in self.params if isinstance(t, ViewType)}
+
+    @property
+    def scalars(self) -> dict:
+        return {n: t for n, t in self.params if isinstance(t, DType)}
