@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import kfuse as pk  # noqa: E402
 from kfuse.codegen.kernel import generate  # noqa: E402
+from kfuse.pipeline import kernel_of  # noqa: E402
 from kfuse.runtime.launch import CompiledKernel  # noqa: E402
 
 import nstream  # noqa: E402
@@ -45,7 +46,7 @@ def compiled(fn, n: int, kwargs: dict, bounds_check: bool):
         wu = pk.workunit(fn)
         pk.parallel_for(n, wu, **kwargs)
         (prepared,) = wu.specializations.values()
-        return prepared.compiled(), generate(prepared.source, prepared.spec, prepared.name), prepared.spec
+        return kernel_of(prepared), generate(prepared.source, prepared.spec, prepared.name), prepared.spec
     finally:
         if saved is None:
             del os.environ["KFUSE_BOUNDS_CHECK"]

@@ -2,7 +2,7 @@
 
 Each row is the median (and the minimum) over ``--repeats`` batches of ``--calls`` calls, in
 microseconds per call: the whole eager ``pk.parallel_for`` / ``pk.parallel_reduce`` (also with six
-arguments), the Python binding alone (``dispatch.prepare``), pack + ctypes call
+arguments), the Python binding alone (``calls.prepare``), pack + ctypes call
 (``CompiledKernel.launch``), the bare ctypes call of the kernel entry point and the part of it the
 kernel measures in C++ (Kokkos launch + fence), and context: a ctypes call of an empty C function,
 an empty one-element ``Kokkos::parallel_for`` + fence and an empty ``#pragma omp parallel`` region
@@ -21,7 +21,9 @@ import time
 
 import kfuse as pk
 from kfuse.compiler import cache
-from kfuse.runtime import dispatch, kokkos_runtime, launch
+from kfuse import calls
+from kfuse.pipeline import kernel_of
+from kfuse.runtime import kokkos_runtime, launch
 
 # Context probes, built through kfuse's own cache so they use the same compiler, flags and Kokkos.
 _PROBES = r"""
@@ -112,8 +114,8 @@ def run(calls: int, repeats: int) -> list[tuple[str, tuple[float, float]]]:
     pk.parallel_reduce(1, total, a=a)
     assert a[0] == 1.0 and pk.parallel_reduce(1, total, a=a) == 1.0
     (prepared,) = touch.specializations.values()
-    kernel = prepared.compiled()
-    call = dispatch.prepare(touch, "for", 1, (), {"a": a, "s": 1.0})
+    kernel = kernel_of(prepared)
+    call = calls.prepare(touch, "for", 1, (), {"a": a, "s": 1.0})
     bounds = launch.policy_slots(call.policy)
     packed = kernel.pack(bounds, call.args)
     entry, out, err, errlen = kernel._fn, kernel._out, launch._err, ctypes.c_int64(launch._ERRLEN)
@@ -129,7 +131,7 @@ def run(calls: int, repeats: int) -> list[tuple[str, tuple[float, float]]]:
         ("pk.parallel_reduce(1, total, a=View)", _median_us(lambda: pk.parallel_reduce(1, total, a=a),
                                                             calls, repeats)),
         ("  dispatch.prepare (Python, no launch)", _median_us(
-            lambda: dispatch.prepare(touch, "for", 1, (), {"a": a, "s": 1.0}), calls, repeats)),
+            lambda: calls.prepare(touch, "for", 1, (), {"a": a, "s": 1.0}), calls, repeats)),
         ("  CompiledKernel.launch (pack + ctypes)", _median_us(lambda: kernel.launch(bounds, call.args),
                                                                calls, repeats)),
         ("  bare ctypes call of kfuse_launch", _median_us(lambda: entry(packed, out, err, errlen),

@@ -24,7 +24,7 @@ import numpy as np
 
 import kfuse as pk
 from kfuse.runtime import kokkos_runtime
-from kfuse import engine as api
+from kfuse import context
 
 
 @pk.workunit
@@ -55,7 +55,7 @@ def logging_cost(calls: int, repeats: int) -> tuple:
     """µs per parallel_for over 8 elements: (traced call, of which Tracer.log, eager call)."""
     x, y = pk.View(8), pk.View(8)
     pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)  # build/load once
-    tracer = api._tracer
+    tracer = context.current()
 
     def eager():
         for _ in range(calls):
@@ -93,7 +93,7 @@ def walk_cost(n: int, repeats: int) -> tuple:
     pk.enable_fusion(trace_only=True)
     for k in range(n):  # a chain views[0] -> views[1] -> ... -> views[n]
         pk.parallel_for(4, bt_scale, x=views[k], y=views[k + 1])
-    trace = api._tracer.trace
+    trace = context.current().trace
     assert len(trace) == n
     unrelated = median_time(lambda: trace.partition_for(other.bounds, False), repeats)
     needed = median_time(lambda: trace.partition_for(views[n].bounds, False), repeats)

@@ -4,7 +4,11 @@ A drop-in for PyKokkos programs: ``import kfuse as pk``.
 """
 from __future__ import annotations
 
+import os as _os
 import time as _time
+
+from . import context as _context, counters as _counters, engine as _engine
+from .runtime import device as _device, kokkos_runtime as _kokkos_runtime
 
 from .errors import (ArgumentError, CompileError, DeferredError, KernelTypeError, KfuseError, LaunchError,
                      SourceError, UnsupportedSyntaxError)
@@ -15,7 +19,7 @@ from .kernel_api import *  # noqa: F401,F403 - math, atomics, printf for kernels
 from .kernel_api import pow  # noqa: A004
 from .policies import (AUTO, MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, TeamVectorRange,
                        ThreadVectorRange)
-from .runtime.dispatch import parallel_for, parallel_reduce, parallel_scan
+from .dispatch import parallel_for, parallel_reduce, parallel_scan
 from .counters import reset as reset_stats
 from .spaces import ExecutionSpace, get_default_space, set_default_space
 from .future import Future, value
@@ -33,28 +37,21 @@ e = 2.718281828459045
 @_user_facing
 def fence() -> None:
     """Wait for all work, including kernels still pending in the trace."""
-    from .runtime import device, kokkos_runtime
-    from . import engine as _tracer_api
-
     try:
-        _tracer_api.flush_all()  # raises the first failure of a delayed call not reported yet
+        _engine.flush_all()  # raises the first failure of a delayed call not reported yet
     finally:
-        kokkos_runtime.fence()
-        device.sync_all()
+        _kokkos_runtime.fence()
+        _device.sync_all()
 
 
 def stats() -> dict:
-    """Counters since process start (or the last ``reset_stats()``)."""
-    from . import counters
-
-    return counters.snapshot()
+    """Counters of the runtime in charge since it started (or the last ``reset_stats()``)."""
+    return _counters.snapshot()
 
 
 def initialize(*_args, **_kwargs) -> None:
     """Kokkos starts on the first launch; kept for PyKokkos programs that call it."""
-    from .runtime import kokkos_runtime
-
-    kokkos_runtime.ensure_initialized()
+    _kokkos_runtime.ensure_initialized()
 
 
 def finalize() -> None:
@@ -75,7 +72,12 @@ class Timer:
         self._start = _time.perf_counter()
 
 
-from .engine import disable_fusion, enable_fusion, explain, fusion, fusion_enabled  # noqa: E402
+from .engine import Runtime, disable_fusion, enable_fusion, explain, fusion, fusion_enabled  # noqa: E402
 disable_fusion = _user_facing(disable_fusion)  # it runs pending work, which may fail
 from .transforms.manager import set_transforms  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403 - NumPy-style array operations (pk.add, pk.sum, pk.zeros ...)
+
+# The composition root: the process's runtime, and the hooks that reach it at exit and after fork().
+_context.install(_engine.Runtime())
+_kokkos_runtime.on_exit(_engine.at_exit)
+_os.register_at_fork(after_in_child=_engine.after_fork_in_child)

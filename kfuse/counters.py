@@ -1,19 +1,26 @@
-"""Process-wide counters behind ``pk.stats()``; every stage bumps its own."""
+"""The counters behind ``pk.stats()``; every stage bumps its own, in the runtime in charge (kfuse/context.py)."""
 from __future__ import annotations
 
-COUNTERS = ("ops_traced", "flushes", "kernels_launched", "fused_kernels_launched", "compiles", "cache_hits")
+from . import context
 
-_counts = dict.fromkeys(COUNTERS, 0)
+COUNTERS = ("ops_traced", "flushes", "kernels_launched", "fused_kernels_launched", "escaped_calls", "compiles",
+            "cache_hits", "kernels_loaded", "kernels_unloaded")
+
+
+def fresh() -> dict:
+    return dict.fromkeys(COUNTERS, 0)
 
 
 def bump(name: str, by: int = 1) -> None:
-    _counts[name] = _counts.get(name, 0) + by
+    counts = context.current().counts
+    counts[name] = counts.get(name, 0) + by
 
 
 def snapshot() -> dict:
-    return dict(_counts)
+    return dict(context.current().counts)
 
 
 def reset() -> None:
-    for k in _counts:
-        _counts[k] = 0
+    counts = context.current().counts
+    for k in counts:
+        counts[k] = 0

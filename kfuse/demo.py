@@ -13,7 +13,6 @@ import kfuse as pk
 
 from .bench import fig2, numpy_refs, subjects
 from .bench.measure import fusion_mode
-from .fuser import explain
 
 REPEAT = 3
 
@@ -80,7 +79,7 @@ def main() -> int:
         rows.append((title, t_eager, n_eager, t_fused, n_fused, ok))
         if title.startswith("paper"):
             print("What the fuser did with add + mul (pk.explain(), last flush):")
-            print("  " + explain.report(1).replace("\n", "\n  ") + "\n")
+            print("  " + pk.explain(1).replace("\n", "\n  ") + "\n")
     print(f"{'case':26} {'eager s':>9} {'launches':>8} {'fused s':>9} {'launches':>8} {'speedup':>8}  check")
     for title, te, ne, tf, nf, ok in rows:
         print(f"{title:26} {te:9.4f} {ne:8d} {tf:9.4f} {nf:8d} {te / tf:7.2f}x  {'PASS' if ok else 'FAIL'}")

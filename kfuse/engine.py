@@ -1,11 +1,16 @@
-"""Turning tracing on and off, and the one place that decides when pending work runs.
+"""The runtime: the one place that decides when pending work runs, and the state it needs.
+
+A ``Runtime`` owns the trace, the failures of delayed calls, the plan and fused-kernel caches, the
+``explain()`` records, the counters, the settings the program overrode (transforms, default space) and
+its backend. The process has one (installed by kfuse/__init__.py); tests and, later, MPI communicators
+make their own (kfuse/context.py).
 
 With tracing on, ``parallel_*`` calls are logged here and return at once (reductions return a
 Future). Work runs when the host needs it: a View access (through the View host barrier), a Future's
 value, ``pk.fence()``, ``disable_fusion()``, a full trace, or interpreter exit -- and at once for a
 call touching escaped memory (kfuse/escape.py), which the host can reach without a barrier.
 
-Threads: one trace and one re-entrant lock (``guard.lock``) for the process. A thread's host
+Threads: one runtime (trace) and one re-entrant lock (``guard.lock``) for the process. A thread's host
 access waits while another thread runs a partition, so no read skips its barrier; calls from several
 threads on shared Views are ordered as they were logged. Per-thread traces would be cheaper under
 contention but wrong for Views shared between threads.
@@ -13,26 +18,40 @@ contention but wrong for Views shared between threads.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
+from collections import deque
 
-from . import config, counters, escape, guard, views
+from . import calls as call_stage, config, context, counters, escape, guard, spaces, views
+from .backends.kokkos import KOKKOS
 from .errors import public_error
-from .fuser.explain import report
-from .fuser.runner import run_partition
+from .fuser import explain as explain_records
 from .future import Future
-from .runtime import device, dispatch, kokkos_runtime
+from .pipeline import run_partition
+from .runtime import device, kokkos_runtime
 from .tracer.failures import Failures
 from .tracer.trace import Trace
 
+_RECORDS_KEPT = 16  # flushes ``explain()`` shows
 
-class Tracer:
-    def __init__(self):
+
+class Runtime:
+    def __init__(self, backend=None, fusion: bool | None = None):
+        """``backend``: a backends.base.Backend (default: Kokkos); ``fusion``: start with tracing on or off
+        (default: as KFUSE_FUSION says)."""
+        self.backend = backend or KOKKOS
         self.trace = Trace()
         self.failures = Failures()
-        self.enabled = False
+        self.enabled = config.FUSION.get() is True if fusion is None else fusion
         self._running = False  # a partition is running on the lock's owner: its own View accesses pass
         self.fuse = True  # False: trace and run calls one by one (to measure tracing alone)
+        self.counts = counters.fresh()
+        self.default_space = spaces.from_setting()
+        self.transforms = None  # pk.set_transforms: the transforms fused kernels get (None: KFUSE_TRANSFORMS)
+        self.plans: dict = {}  # partition graph -> plan
+        self.fused: dict = {}  # fused group key -> (kernel, arg_index)
+        self.records: deque = deque(maxlen=_RECORDS_KEPT)  # explain()'s flush records
+        self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
+        self.flush_count = 0
 
     # --- logging --------------------------------------------------------------------------
     def log(self, call):
@@ -118,7 +137,7 @@ class Tracer:
         if guard.forked_after_start:
             for entry in self.trace.entries:
                 if entry.call.prepared.spec.space == "OpenMP":
-                    entry.call.prepared = dispatch.serial_twin(entry.call.prepared)
+                    entry.call.prepared = call_stage.serial_twin(entry.call.prepared)
 
     def _run(self, entries) -> None:
         if not entries:
@@ -128,7 +147,7 @@ class Tracer:
         kokkos_runtime.enter_thread()
         self._running = True
         try:
-            run_partition([e.call for e in entries], self.failures, fuse=self.fuse)
+            run_partition(self, [e.call for e in entries], fuse=self.fuse)
         finally:
             self._running = False
 
@@ -142,15 +161,13 @@ def _escaped_views(call) -> list:
     return [args[i] for i, _ in view_params if type(args[i]) is not views.View]
 
 
-_tracer = Tracer()
-
-
 def enable_fusion(trace_only: bool = False) -> None:
     """Trace kernel calls and fuse them when their results are needed (KFUSE_FUSION=0 overrides)."""
     if config.FUSION.get() is False:
         return
-    _tracer.enabled = True
-    _tracer.fuse = not trace_only
+    rt = context.current()
+    rt.enabled = True
+    rt.fuse = not trace_only
 
 
 def disable_fusion() -> None:
@@ -160,17 +177,17 @@ def disable_fusion() -> None:
         flush_all()
         device.sync_all()  # like pk.fence(): host memory (and NumPy aliases of Views) is current afterwards
     finally:
-        _tracer.enabled = False
+        context.current().enabled = False
 
 
 def fusion_enabled() -> bool:
-    return _tracer.enabled
+    return context.current().enabled
 
 
 @contextlib.contextmanager
 def fusion():
     """``with pk.fusion(): ...`` traces and fuses inside the block and flushes at its end."""
-    was = _tracer.enabled
+    was = context.current().enabled
     enable_fusion()
     try:
         yield
@@ -184,26 +201,26 @@ def fusion():
 
 def flush_all() -> None:
     """Run everything pending; raise the first failure of a delayed call the program has not seen yet."""
-    _tracer.flush_all()
+    rt = context.current()
+    rt.flush_all()
     with guard.lock:
-        _tracer.failures.raise_unreported()
+        rt.failures.raise_unreported()
 
 
-def explain() -> str:
-    return report()
+def explain(last: int | None = None) -> str:
+    """An account of the last flushes: partitions, groups, and why groups split."""
+    return explain_records.report(context.current(), last)
 
 
-def _at_exit() -> int:
+def at_exit() -> int:
     """Run pending work; a delayed call whose failure the program never saw makes the exit status 1."""
-    _tracer.flush_all()
-    lost = _tracer.failures.unreported()
+    rt = context.current()
+    rt.flush_all()
+    lost = rt.failures.unreported()
     for failure in lost:
         print(f"kfuse: {failure.where()} failed and its results were never read:\n{failure.error}", file=sys.stderr)
     return 1 if lost else 0
 
 
-kokkos_runtime.on_exit(_at_exit)
-os.register_at_fork(after_in_child=_tracer.after_fork_in_child)
-views.set_host_barrier(_tracer.barrier)
-dispatch.tracer = _tracer
-_tracer.enabled = config.FUSION.get() is True
+def after_fork_in_child() -> None:
+    context.current().after_fork_in_child()

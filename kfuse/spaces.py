@@ -5,7 +5,7 @@ import enum
 import warnings
 
 from .errors import LaunchError
-from . import guard
+from . import config, context, guard
 
 
 class ExecutionSpace(enum.Enum):
@@ -19,9 +19,8 @@ class ExecutionSpace(enum.Enum):
     Default = "Default"
 
 
-def _from_setting() -> ExecutionSpace:
-    from . import config
-
+def from_setting() -> ExecutionSpace:
+    """The default space KFUSE_DEFAULT_SPACE names (a new runtime starts with it)."""
     name = config.DEFAULT_SPACE.get()
     try:
         return ExecutionSpace[name]
@@ -30,22 +29,20 @@ def _from_setting() -> ExecutionSpace:
                          + ", ".join(s.name for s in ExecutionSpace if s is not ExecutionSpace.Default)) from None
 
 
-_default = _from_setting()
-
-
 def set_default_space(space: ExecutionSpace) -> None:
-    global _default
+    """The space of kernels launched without one, for the runtime in charge."""
     if not isinstance(space, ExecutionSpace):
         raise TypeError(f"set_default_space expects a pk.ExecutionSpace, got {space!r}")
-    _default = ExecutionSpace.OpenMP if space is ExecutionSpace.Default else space
+    context.current().default_space = ExecutionSpace.OpenMP if space is ExecutionSpace.Default else space
 
 
 def get_default_space() -> ExecutionSpace:
-    return _default
+    return context.current().default_space
 
 
 def resolve(space: ExecutionSpace | None) -> ExecutionSpace:
-    space = _default if space in (None, ExecutionSpace.Default) else space
+    if space is None or space is ExecutionSpace.Default:
+        space = context.current().default_space
     if guard.forked_after_start:
         return _in_forked_child(space)
     return space

@@ -1,17 +1,15 @@
 """Views: n-dimensional arrays that kernels read and write, backed by NumPy memory on the host.
 
 A View owns (or borrows) one NumPy array; kernels receive its raw pointer, extents and strides, so no
-copy happens between Python and C++. Every host access goes through :func:`host_barrier`, the one
-hook the tracer uses to run pending kernels before the host sees or changes the data.
+copy happens between Python and C++. Every host access goes through :func:`host_barrier`, where the
+runtime in charge (kfuse/context.py) runs pending kernels before the host sees or changes the data.
 """
 from __future__ import annotations
 
 import itertools
-from typing import Callable
-
 import numpy as np
 
-from . import escape
+from . import context, escape
 from .escape import byte_bounds as _byte_bounds
 from .errors import public_error
 from .types import DType, dtype_of
@@ -19,13 +17,13 @@ from .types import DType, dtype_of
 _uids = itertools.count(1)
 
 
-def _no_barrier(view: "View", write: bool, overwrite: bool = False) -> None:
-    """Default barrier: eager execution has nothing pending."""
-
-
-#: Called with (view, write[, overwrite]) before every host access; the tracer installs its own.
-#: ``overwrite``: the host replaces every element (so contents lost to a failed call become valid again).
-host_barrier: Callable[..., None] = _no_barrier
+def host_barrier(view: "View", write: bool, overwrite: bool = False) -> None:
+    """Before every host access: ``overwrite`` when the host replaces every element (contents lost to a
+    failed call become valid again). Errors reach the user as from any entry point (``errors.public_error``)."""
+    try:
+        context.current().barrier(view, write, overwrite)
+    except Exception as exc:
+        raise public_error(exc)
 
 
 def _whole(index) -> bool:
@@ -34,22 +32,6 @@ def _whole(index) -> bool:
         return i is Ellipsis or (type(i) is slice and i == slice(None))
 
     return full(index) or (type(index) is tuple and all(full(i) for i in index))
-
-
-def set_host_barrier(fn: Callable[..., None] | None) -> None:
-    """Install ``fn``; errors it raises reach the user as from any entry point (``errors.public_error``)."""
-    global host_barrier
-    if fn is None:
-        host_barrier = _no_barrier
-        return
-
-    def barrier(view: "View", write: bool, overwrite: bool = False) -> None:
-        # every host access runs this: plain parameters, as *args would cost ~0.1-0.4 us per access
-        try:
-            fn(view, write, overwrite)
-        except Exception as exc:
-            raise public_error(exc)
-    host_barrier = barrier
 
 
 class View:

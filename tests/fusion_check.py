@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse.fuser import explain as fuse_explain
+from kfuse import context
 
 
 @pytest.fixture(autouse=True)
@@ -22,13 +22,13 @@ def run_eager_and_fused(program):
     explain text cover only the fused run (taken before tracing is switched off).
     """
     expected = program()
-    first = fuse_explain.records()[-1].number if fuse_explain.records() else 0
+    first = list(context.current().records)[-1].number if list(context.current().records) else 0
     pk.reset_stats()
     pk.enable_fusion()
     assert pk.fusion_enabled()
     got = program()
     stats = pk.stats()
-    text = "\n".join(r.text() for r in fuse_explain.records() if r.number > first)
+    text = "\n".join(r.text() for r in list(context.current().records) if r.number > first)
     pk.disable_fusion()
     return expected, got, stats, text
 

@@ -16,7 +16,7 @@ from kfuse.check.generate import case as random_case
 from kfuse.check.kernels import k_axpy, k_dot, k_scale, k_scan, k_sin, k_stencil  # noqa: F401 - re-exported
 from kfuse.check.program import Call, Export, Read, Realloc, UseResult, Write  # noqa: F401 - re-exported
 from kfuse.check.host import READS, USES, WRITES  # noqa: F401 - re-exported
-from kfuse import engine as tracer_api
+from kfuse import context
 
 #: mode name -> kfuse.check mode; every differential test compares each mode but "eager" against "eager".
 MODES = {"eager": EAGER, "traced": TRACED, "fused": FUSED}
@@ -31,7 +31,7 @@ def tracing_off(monkeypatch):
     pk.disable_fusion()
     yield
     assert not pk.fusion_enabled()
-    assert len(tracer_api._tracer.trace) == 0
+    assert len(context.current().trace) == 0
 
 
 def run_program(steps, mode: str):

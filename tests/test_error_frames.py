@@ -10,7 +10,8 @@ import pytest
 
 import kfuse as pk
 from kfuse.frontend import workunit as workunit_module
-from kfuse.runtime import dispatch
+from kfuse import dispatch
+from kfuse.backends import kokkos
 
 KFUSE_DIR = os.path.dirname(os.path.abspath(pk.__file__)) + os.sep
 
@@ -116,7 +117,7 @@ def fill(i, x, v):
 
 
 def test_a_bug_inside_kfuse_is_an_internal_error_chained_to_it(monkeypatch):
-    monkeypatch.setattr(dispatch, "generate", None)  # kfuse's own code now fails where it calls it
+    monkeypatch.setattr(kokkos, "generate", None)  # kfuse's own code now fails where it calls it
     with pytest.raises(pk.InternalError) as info:
         pk.parallel_for(2, fill, x=np.zeros(2), v=7)
     error = info.value
@@ -124,7 +125,7 @@ def test_a_bug_inside_kfuse_is_an_internal_error_chained_to_it(monkeypatch):
     assert "bug in kfuse" in str(error) and "TypeError: 'NoneType' object is not callable" in str(error)
     assert isinstance(error.__cause__, TypeError)
     cause_frames = [entry.filename for entry in traceback.extract_tb(error.__cause__.__traceback__)]
-    assert cause_frames[-1].endswith(os.path.join("runtime", "dispatch.py"))  # the bug's frame is kept
+    assert cause_frames[-1].endswith(os.path.join("backends", "kokkos.py"))  # the bug's frame is kept
     assert frames_of_this_file(error) == ["test_a_bug_inside_kfuse_is_an_internal_error_chained_to_it"]
 
 
@@ -159,7 +160,7 @@ def test_users_exceptions_pass_unchanged(eager, monkeypatch):
     with pytest.raises(TypeError, match="expected a thread count or a policy") as info:
         pk.parallel_for(None, fill, x=np.zeros(3), v=1.0)  # raised on purpose by kfuse, as a TypeError
     assert not isinstance(info.value, pk.InternalError)
-    monkeypatch.setattr(dispatch, "_bind", interrupt)
+    monkeypatch.setattr(dispatch, "bind", interrupt)
     with pytest.raises(KeyboardInterrupt):
         pk.parallel_for(3, fill, x=np.zeros(3), v=1.0)
 

@@ -7,7 +7,7 @@ import pytest
 
 import kfuse as pk
 from kfuse.compiler import cache, toolchain
-from kfuse.runtime import dispatch
+from kfuse.backends import kokkos
 
 
 def line_of(wu, text: str) -> int:
@@ -198,16 +198,16 @@ def will_break(i, x):
 
 
 def test_compile_error_reports_first_errors_and_log_and_leaves_no_cache_entry(monkeypatch):
-    real_generate = dispatch.generate
+    real_generate = kokkos.generate
     broken_sources = []
 
-    def broken(src, spec, name):
-        generated = real_generate(src, spec, name)
+    def broken(src, spec, name, *restrict):
+        generated = real_generate(src, spec, name, *restrict)
         source = generated.source.replace("struct Functor {", "struct Functor {\n  kf_no_such_type kf_oops;", 1)
         broken_sources.append(source)
         return dataclasses.replace(generated, source=source)
 
-    monkeypatch.setattr(dispatch, "generate", broken)
+    monkeypatch.setattr(kokkos, "generate", broken)
     x = np.zeros(4)
     compiles = pk.stats()["compiles"]
     with pytest.raises(pk.CompileError) as info:
@@ -223,7 +223,7 @@ def test_compile_error_reports_first_errors_and_log_and_leaves_no_cache_entry(mo
     assert not list((cache.cache_root() / "tmp").glob(f"kernel-{key}-*"))  # the failed build left nothing
     assert pk.stats()["compiles"] == compiles
 
-    monkeypatch.setattr(dispatch, "generate", real_generate)
+    monkeypatch.setattr(kokkos, "generate", real_generate)
     pk.parallel_for(4, will_break, x=x)  # the failure was not remembered: the good kernel builds and runs
     np.testing.assert_array_equal(x, 7.0 * np.arange(4))
 

@@ -1,12 +1,11 @@
 """``pk.explain()``: the account of recent flushes — partitions, groups, split reasons, plan-cache hits."""
 import re
-from collections import deque
 
 import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse.fuser import explain as fuse_explain
+from kfuse import context
 
 N = 32
 FLUSH = re.compile(r"flush #(\d+): (\d+) call\(s\) -> (\d+) kernel launch\(es\)(.*); analysis (\d+\.\d{3}) ms(.*)")
@@ -47,16 +46,15 @@ def three_calls():
 
 
 def new_lines(before: int) -> list:
-    return "\n".join(r.text() for r in fuse_explain.records() if r.number > before).splitlines()
+    return "\n".join(r.text() for r in list(context.current().records) if r.number > before).splitlines()
 
 
 def last_number() -> int:
-    records = fuse_explain.records()
+    records = list(context.current().records)
     return records[-1].number if records else 0
 
 
-def test_explain_before_any_flush_says_so(monkeypatch):
-    monkeypatch.setattr(fuse_explain, "_records", deque(maxlen=16))
+def test_explain_before_any_flush_says_so():  # each test has a fresh runtime (tests/conftest.py)
     assert pk.explain() == "kfuse: no flushes yet (is fusion enabled? pk.enable_fusion())"
 
 

@@ -12,7 +12,7 @@ import pytest
 import kfuse as pk
 import programs as progs
 from kfuse.compiler import cache
-from kfuse.fuser import explain as fuse_explain
+from kfuse import context
 from fusion_check import assert_same, fusion_off, run_eager_and_fused, view_of  # noqa: F401 - fusion_off is autouse
 
 N = 64
@@ -51,7 +51,7 @@ def test_pyfuser_figure2_runs_as_one_kernel():
     assert stats["kernels_launched"] == 1 and stats["fused_kernels_launched"] == 1
     assert stats["ops_traced"] == 2
     assert "group 1: add + mul  [fused 2 calls" in text
-    assert fuse_explain.records()[-1].fused_names == ["add__mul"]
+    assert list(context.current().records)[-1].fused_names == ["add__mul"]
 
 
 # --- offsets: the same tid + c in both kernels --------------------------------------------------------
@@ -469,7 +469,7 @@ def test_long_fused_names_are_shortened_with_a_hash():
     assert_same(expected, got)
     np.testing.assert_array_equal(got, 0.5 * ((data(18) + 1.0) * 3.0 - 2.0))
     assert stats["kernels_launched"] == 1 and stats["fused_kernels_launched"] == 1
-    (name,) = fuse_explain.records()[-1].fused_names
+    (name,) = list(context.current().records)[-1].fused_names
     # the first three names, each cut to 24 characters (bounded file names), the count, and a hash of all names
     prefix = "first_stage_of_the_pipel__second_stage_of_the_pipe__third_stage_of_the_pipel__4k_"
     assert re.fullmatch(re.escape(prefix) + "[0-9a-f]{8}", name), name

@@ -24,7 +24,7 @@ from kfuse.ir.access import Affine, analyse
 from kfuse.ir.dump import dump
 from kfuse.ir.lower import lower
 from kfuse.ir.verify import VerifyError, verify
-from kfuse.runtime.dispatch import prepare
+from kfuse.calls import prepare
 from kfuse.transforms import manager
 from kfuse.transforms.ir import FusedKernel
 from kfuse.types import DType, _AccAnnotation, _ViewAnnotation

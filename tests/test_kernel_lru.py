@@ -47,7 +47,7 @@ def mapped_libraries(kernels) -> set:
 
 
 def compiled_kernels(wu) -> list:
-    return [p._compiled for p in wu.specializations.values() if p._compiled is not None]
+    return [p.kernel for p in wu.specializations.values() if p.kernel is not None]
 
 
 def test_many_kernels_stay_within_the_limit_and_reload_on_demand(limit):

@@ -13,10 +13,13 @@ import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse import engine as tracer_api
+from kfuse import context
 from programs import N, k_axpy, k_dot, k_scale, k_scan, k_sin, k_stencil
 
-_tracer = tracer_api._tracer
+
+
+def _tracer():
+    return context.current()
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +48,7 @@ def traced_only():
 
 
 def pending() -> int:
-    return len(_tracer.trace)
+    return len(_tracer().trace)
 
 
 def view_of(values) -> pk.View:
@@ -151,13 +154,13 @@ def test_reduce_and_scan_return_pending_futures(tracing):
     assert pending() == 3
     assert repr(r) == repr(r.value()) and r.done  # repr is a read: it shows the number, as eager does
     np.testing.assert_allclose(float(r), np.dot(X0, X0), rtol=1e-13)
-    assert pending() >= 1 and _tracer.trace.entries[-1].call.prepared.workunit is k_sin
+    assert pending() >= 1 and _tracer().trace.entries[-1].call.prepared.workunit is k_sin
     np.testing.assert_allclose(float(t), X0.sum(), rtol=1e-13)
     np.testing.assert_allclose(np.asarray(y), np.cumsum(X0) / np.arange(1, N + 1), rtol=1e-13)
 
 
 def _eager_dot(x, y) -> float:
-    was, fuse = pk.fusion_enabled(), _tracer.fuse
+    was, fuse = pk.fusion_enabled(), _tracer().fuse
     pk.disable_fusion()
     value = pk.parallel_reduce(N, k_dot, x=view_of(x), y=view_of(y))
     if was:
@@ -294,7 +297,7 @@ def test_host_read_runs_only_its_partition(traced_only, how):
     else:
         np.testing.assert_array_equal(got, expect_d)
     assert pending() == 2 and pk.stats()["kernels_launched"] == 2
-    assert [e.call.prepared.workunit for e in _tracer.trace.entries] == [k_sin, k_scale]
+    assert [e.call.prepared.workunit for e in _tracer().trace.entries] == [k_sin, k_scale]
     np.testing.assert_array_equal(np.asarray(a), ref_scale(np.sin(Y0) + 0.25))
     assert pending() == 0
 
@@ -552,17 +555,17 @@ def k_broken_reduce(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
 @pytest.fixture
 def broken_codegen(monkeypatch):
     """Generated C++ for the k_broken* workunits that the compiler rejects (they are never compiled intact)."""
-    from kfuse.runtime import dispatch
+    from kfuse.backends import kokkos
 
-    real = dispatch.generate
+    real = kokkos.generate
 
-    def generate(src, spec, name):
-        gen = real(src, spec, name)
+    def generate(src, spec, name, *restrict):
+        gen = real(src, spec, name, *restrict)
         if name.startswith("k_broken"):
             gen = dataclasses.replace(gen, source=gen.source + "\nstatic_assert(false, \"kfuse test breakage\");\n")
         return gen
 
-    monkeypatch.setattr(dispatch, "generate", generate)
+    monkeypatch.setattr(kokkos, "generate", generate)
     for wu in (k_broken, k_broken_reduce):
         wu.specializations.clear()
 

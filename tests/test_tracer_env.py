@@ -117,14 +117,14 @@ say(f"enabled={pk.fusion_enabled()} launched={pk.stats()['kernels_launched']} x0
 
 def test_max_trace_from_environment(tmp_path):
     out = lines(run_script(tmp_path, '''
-from kfuse import engine as api
+from kfuse import context
 pk.enable_fusion(trace_only=True)
 x = pk.View(4)
 x.fill(1.0)
 sizes = []
 for _ in range(7):
     pk.parallel_for(4, k_double, x=x)
-    sizes.append(len(api._tracer.trace))
+    sizes.append(len(context.current().trace))
 say(f"sizes={sizes} flushes={pk.stats()['flushes']} launched={pk.stats()['kernels_launched']} x={x[0]}")
 ''', KFUSE_MAX_TRACE="3"))
     assert out == [f"sizes={[1, 2, 0, 1, 2, 0, 1]} flushes=2 launched=6 x={2.0 ** 7}"]
@@ -132,13 +132,13 @@ say(f"sizes={sizes} flushes={pk.stats()['flushes']} launched={pk.stats()['kernel
 
 def test_failing_pending_kernel_at_exit_is_reported(tmp_path):
     proc = run_script(tmp_path, '''
-from kfuse.runtime import dispatch
-real = dispatch.generate
-def broken(src, spec, name):
-    gen = real(src, spec, name)
+from kfuse.backends import kokkos
+real = kokkos.generate
+def broken(src, spec, name, *restrict):
+    gen = real(src, spec, name, *restrict)
     return type(gen)(gen.name, gen.source + "\\nstatic_assert(false, \\"exit breakage\\");\\n", gen.slot_format,
                      gen.result_format)
-dispatch.generate = broken
+kokkos.generate = broken
 pk.enable_fusion()
 @pk.workunit
 def k_exit_broken(i: int, x: pk.View1D[pk.double]):

@@ -86,9 +86,9 @@ _range = st.tuples(st.integers(0, 60), st.integers(0, 12)).map(lambda t: (t[0], 
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(added=st.lists(_range, max_size=12), probes=st.lists(_range, min_size=1, max_size=6))
 def test_range_set_matches_brute_force(added, probes):
-    from kfuse.tracer.trace import _Ranges
+    from kfuse.tracer.trace import Ranges
 
-    ranges = _Ranges()
+    ranges = Ranges()
     ranges.add_all(added)
     assert ranges.starts == sorted(ranges.starts) and all(
         s < e for s, e in zip(ranges.starts, ranges.ends)) and all(

@@ -13,7 +13,6 @@ import numpy as np
 
 import kfuse as pk
 from kfuse.codegen.kernel import generate
-from kfuse.fuser import runner
 from kfuse.transforms import manager
 from transform_check import (  # noqa: F401 - _eager_and_default_transforms is an autouse fixture
     _eager_and_default_transforms, add, assert_launch_matches_eager, call, fused, mul, transformed)
@@ -108,7 +107,6 @@ def test_figure2_one_loop_one_param_per_array_restrict_and_one_read_of_b():
 def test_runner_compiles_the_transformed_kernel(tmp_path, monkeypatch):
     """Through the tracer: the C++ the runner compiles is the transformed kernel's (KFUSE_DUMP_DIR)."""
     monkeypatch.setenv("KFUSE_DUMP_DIR", str(tmp_path))
-    monkeypatch.setattr(runner, "_fused", {})  # build it here even if an earlier test compiled it
     A, B, C = pk.View((T, N)), data((T, N), 2), pk.View((T, N))
     with pk.fusion():
         pk.parallel_for(T, add, N=N, S=S, A=A, B=B)
@@ -145,7 +143,6 @@ def test_same_array_twice_without_argument_fusion_is_not_restrict(tmp_path, monk
     """PyKokkos marks every View __restrict__; with one array behind two parameters that lets the
     compiler reorder a store and a load of one element. kfuse must not mark them, and stay correct."""
     monkeypatch.setenv("KFUSE_DUMP_DIR", str(tmp_path))
-    monkeypatch.setattr(runner, "_fused", {})
     pk.set_transforms(["loops", "restrict", "memory"])
     A, B, C = pk.View((T, N)), data((T, N), 5), pk.View((T, N))
     with pk.fusion():

@@ -14,10 +14,13 @@ import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse.codegen.kernel import generate
+from kfuse import context
+from kfuse.backends.base import Lowered
+from kfuse.calls import prepare, writes_of
+from kfuse.frontend.access import summarize
 from kfuse.fuser import build
-from kfuse.runtime.dispatch import execute, prepare
-from kfuse.runtime.launch import CompiledKernel, policy_slots
+from kfuse.pipeline import execute
+from kfuse.runtime.launch import policy_slots
 from kfuse.transforms import manager
 from kfuse.transforms.ir import FusedKernel, PassResult
 
@@ -67,9 +70,11 @@ def transformed(kernel: FusedKernel, *names) -> FusedKernel:
 
 
 def launch(kernel: FusedKernel, policy) -> tuple:
-    """Compile (or load) and run ``kernel`` once over ``policy``, as the runner does."""
-    compiled = CompiledKernel(generate(kernel.source, kernel.spec, kernel.source.name, kernel.restrict),
-                              kernel.spec, fused=True)
+    """Render, load and run ``kernel`` once over ``policy`` on the runtime's backend, as the pipeline does."""
+    backend = context.current().backend
+    writes = writes_of(summarize(kernel.source, kernel.spec), kernel.spec)
+    lowered = Lowered(kernel.source, kernel.spec, kernel.source.name, writes, fused=True, restrict=kernel.restrict)
+    compiled = backend.load(backend.render(lowered))
     return compiled.launch(policy_slots(policy), tuple(kernel.args[i] for i in kernel.arg_index))
 
 

@@ -17,8 +17,7 @@ from collections import defaultdict
 
 import kfuse as pk
 
-from .. import config
-from ..fuser import explain
+from .. import config, context
 from ..runtime import launch
 from ..transforms import manager
 from . import subjects
@@ -32,7 +31,7 @@ def log(msg: str) -> None:
 
 @contextlib.contextmanager
 def fusion_mode(mode: str, transforms: str | None):
-    """Set the global tracer and transform set for one run (subjects run with their own fusion flag off)."""
+    """Set the runtime's tracing and transform set for one run (subjects run with their own fusion flag off)."""
     if mode == "eager":
         pk.disable_fusion()
     else:
@@ -48,17 +47,12 @@ def fusion_mode(mode: str, transforms: str | None):
 @contextlib.contextmanager
 def _flushes(into: list):
     """Keep every FlushRecord of the block (``explain`` itself keeps only the last few)."""
-    original = explain.record
-
-    def record(*args, **kwargs):
-        rec = original(*args, **kwargs)
-        into.append(rec)
-        return rec
-    explain.record = record
+    runtime = context.current()
+    runtime.record_sink = into
     try:
         yield
     finally:
-        explain.record = original
+        runtime.record_sink = None
 
 
 def run_once(go, mode: str, transforms: str | None) -> dict:

@@ -1,10 +1,7 @@
 """``pk.explain()``: a readable account of the last flushes — partitions, groups, and why groups split."""
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
-
-_HISTORY = 16
 
 
 @dataclass
@@ -37,25 +34,19 @@ class FlushRecord:
         return "\n".join(lines)
 
 
-_records: deque = deque(maxlen=_HISTORY)
-_count = 0
-
-
-def record(calls, plan, seconds: float, cached: bool, fused: bool) -> FlushRecord:
-    global _count
-    _count += 1
-    rec = FlushRecord(_count, [c.prepared.name for c in calls], [list(g) for g in plan.groups],
+def record(rt, calls, plan, seconds: float, cached: bool, fused: bool) -> FlushRecord:
+    """Keep the account of one flush in ``rt`` (its last few; all of them in ``rt.record_sink`` if set)."""
+    rt.flush_count += 1
+    rec = FlushRecord(rt.flush_count, [c.prepared.name for c in calls], [list(g) for g in plan.groups],
                       list(plan.boundaries), seconds, cached, fused)
-    _records.append(rec)
+    rt.records.append(rec)
+    if rt.record_sink is not None:
+        rt.record_sink.append(rec)
     return rec
 
 
-def records() -> list:
-    return list(_records)
-
-
-def report(last: int | None = None) -> str:
-    recs = list(_records)[-last:] if last else list(_records)
+def report(rt, last: int | None = None) -> str:
+    recs = list(rt.records)[-last:] if last else list(rt.records)
     if not recs:
         return "kfuse: no flushes yet (is fusion enabled? pk.enable_fusion())"
     return "\n".join(r.text() for r in recs)

@@ -1,52 +1,78 @@
-"""Greedy grouping of a trace partition, in trace order (as PyFuser), with a reason at every boundary."""
+"""Greedy grouping of a trace partition, in trace order (as PyFuser), with a reason at every boundary.
+
+A pure function of the partition's graph (fuser/graph.py): no Views, no kernels, no compiler.
+"""
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
-from .build import same_helper
-from .safety import pair_conflict
+from .graph import Graph, Node
+
+
+class Split(enum.Enum):
+    """Why a call starts a new group."""
+
+    RANGE = "different range"
+    SPACE = "different execution space"
+    CONSUMER = "reduction consumer"
+    HELPER_CLASH = "two helpers with one name"
+    KERNEL = "kernel cannot be fused"
+    ALIASED_VIEWS = "shared memory through different views"
+    OPAQUE = "access that cannot be analysed"
+    NOT_THREAD_LOCAL = "access not local to its thread"
+
+
+@dataclass(frozen=True)
+class Reason:
+    kind: Split
+    detail: str  # the sentence ``explain()`` shows
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 @dataclass
 class Plan:
     groups: list = field(default_factory=list)  # lists of indices into the partition
-    boundaries: list = field(default_factory=list)  # (index of the call that starts a new group, reason)
+    boundaries: list = field(default_factory=list)  # (index of the call that starts a new group, Reason)
 
 
-def _policy_text(policy) -> str:
-    bounds = policy.bounds
-    return " x ".join(f"[{b}, {e})" for b, e in bounds) if type(policy).__name__ != "TeamPolicy" else \
-        f"TeamPolicy({policy.league_size}, {policy.team_size})"
+def _policy_text(node: Node) -> str:
+    if node.policy == "TeamPolicy":
+        return f"TeamPolicy({node.bounds[0]}, {node.bounds[1]})"
+    return " x ".join(f"[{b}, {e})" for b, e in node.bounds)
 
 
-def _start_reason(calls, group, call) -> str | None:
-    """Why ``call`` cannot join ``group`` (None: it can)."""
-    first = calls[group[0]]
-    if type(call.policy) is not type(first.policy) or call.policy.bounds != first.policy.bounds:
-        return f"different range: {_policy_text(first.policy)} vs {_policy_text(call.policy)}"
-    if call.prepared.spec.space != first.prepared.spec.space:
-        return f"different execution space: {first.prepared.spec.space} vs {call.prepared.spec.space}"
-    members = {id(calls[i]) for i in group}
-    for _, fut in call.futures:
-        if fut.call is not None and id(fut.call) in members:
-            return f"reduction consumer: uses the result of {fut.call.prepared.name} from this group"
+def start_reason(graph: Graph, group: list, index: int) -> Reason | None:
+    """Why call ``index`` cannot join ``group`` (None: it can)."""
+    nodes = graph.nodes
+    node, first = nodes[index], nodes[group[0]]
+    if node.policy != first.policy or node.bounds != first.bounds:
+        return Reason(Split.RANGE, f"different range: {_policy_text(first)} vs {_policy_text(node)}")
+    if node.space != first.space:
+        return Reason(Split.SPACE, f"different execution space: {first.space} vs {node.space}")
+    for producer in node.producers:
+        if producer in group:
+            return Reason(Split.CONSUMER, f"reduction consumer: uses the result of {nodes[producer].name} "
+                                          "from this group")
+    helpers = dict(node.helpers)
     for i in group:
-        for name, helper in call.prepared.source.helpers.items():
-            other = calls[i].prepared.source.helpers.get(name)
-            if other is not None and not same_helper(other, helper):
-                return f"two different helper functions are both named '{name}'"
-        reason = pair_conflict(calls[i], call)
+        for name, digest in nodes[i].helpers:
+            if helpers.get(name, digest) != digest:
+                return Reason(Split.HELPER_CLASH, f"two different helper functions are both named '{name}'")
+        reason = pair_conflict(graph, nodes[i], node)
         if reason:
             return reason
     return None
 
 
-def plan(calls: list) -> Plan:
+def plan(graph: Graph) -> Plan:
     result = Plan()
     group: list = []
-    for index, call in enumerate(calls):
+    for index in range(len(graph.nodes)):
         if group:
-            reason = _start_reason(calls, group, call)
+            reason = start_reason(graph, group, index)
             if reason is None:
                 group.append(index)
                 continue
@@ -56,3 +82,60 @@ def plan(calls: list) -> Plan:
     if group:
         result.groups.append(group)
     return result
+
+
+def unfused(graph: Graph) -> Plan:
+    """Every call its own group (fusion off, or a partition of one call)."""
+    return Plan(groups=[[i] for i in range(len(graph.nodes))])
+
+
+def pair_conflict(graph: Graph, a: Node, b: Node) -> Reason | None:
+    """None if calls a then b may run as one kernel (the proof is in fuser/safety.py's docstring)."""
+    pa, pb = a.pattern, b.pattern
+    for node, pat in ((a, pa), (b, pb)):
+        if pat.refuse:
+            return Reason(Split.KERNEL, f"{node.name}: {pat.refuse}")
+    rank = len(a.bounds)
+    for na, sa in a.views:
+        ma = pa.params[na]
+        for nb, sb in b.views:
+            mb = pb.params[nb]
+            if not (ma.write or mb.write) or not graph.overlap(sa, sb):
+                continue
+            label = na if na == nb else f"{na}/{nb}"
+            if sa != sb:
+                return Reason(Split.ALIASED_VIEWS, f"'{label}' share memory through different views (e.g. a "
+                                                   "subview), cannot align elements")
+            for m in (ma, mb):
+                if m.opaque:
+                    return Reason(Split.OPAQUE, f"unsafe access to '{label}': {m.opaque}")
+            for k in range(rank):
+                common, seen = None, []
+                for node, m in ((a, ma), (b, mb)):
+                    values = dict(node.offsets)
+                    for row, text in m.accesses:
+                        here = {(d, _resolve(off, values)) for d, off in row[k]}
+                        common = here if common is None else common & here
+                        if not common:
+                            return Reason(Split.NOT_THREAD_LOCAL, _unsafe_text(label, node, text, seen, k))
+                        seen.append((node.name, text))
+    return None
+
+
+def _resolve(off, values: dict):
+    """An offset's value; one still pending as a Future is a fresh object, equal to nothing."""
+    kind, value = off
+    if kind == "c":
+        return value
+    found = values[value]
+    return object() if found is None else found
+
+
+def _unsafe_text(label, node, text, seen, k) -> str:
+    """Name the access that breaks thread-locality, against the accesses it was compared with."""
+    earlier = ", ".join(f"{t} ({n})" for n, t in list(dict.fromkeys(seen))[:3])
+    what = f"{node.name} uses {text}"
+    if seen:
+        return (f"unsafe access to '{label}': {what}, not the same one-to-one function of thread index {k} as "
+                f"{earlier}")
+    return f"unsafe access to '{label}': {what}, which is not a one-to-one function of thread index {k}"

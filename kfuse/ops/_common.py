@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from ..policies import MDRangePolicy
-from ..runtime.dispatch import parallel_for
+from ..dispatch import parallel_for
 from ..future import Future
 from ..views import View
 from . import kernels

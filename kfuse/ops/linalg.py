@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..policies import MDRangePolicy
-from ..runtime.dispatch import parallel_for, parallel_reduce
+from ..dispatch import parallel_for, parallel_reduce
 from ..views import View
 from . import kernels as k
 from ._common import as_view, contiguous, flat, is_array, output, result_dtype, transposed

@@ -13,7 +13,7 @@ import builtins
 
 import numpy as np
 
-from ..runtime.dispatch import parallel_for, parallel_reduce
+from ..dispatch import parallel_for, parallel_reduce
 from ..views import View
 from . import kernels as k
 from ._common import as_view, contiguous, flat, new_view, output, transposed

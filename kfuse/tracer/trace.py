@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 
-class _Ranges:
+class Ranges:
     """A set of byte ranges kept as sorted, disjoint, merged intervals, so testing an access against
     everything a walk has collected costs a binary search, not a scan (a long chain stays linear)."""
 
@@ -54,7 +54,7 @@ class _Ranges:
 class Entry:
     """A call in the trace with its memory footprint."""
 
-    call: object  # runtime.dispatch.KernelCall
+    call: object  # calls.KernelCall
     reads: tuple  # ((lo, hi), ...)
     writes: tuple
 
@@ -92,7 +92,7 @@ class Trace:
         ``calls``: calls that must run regardless (e.g. the producer of a Future being read).
         """
         needed_ids = {id(c) for c in calls}
-        need_reads, need_writes = _Ranges(), _Ranges()  # what the picked calls (and the host) read / write
+        need_reads, need_writes = Ranges(), Ranges()  # what the picked calls (and the host) read / write
         if bounds is not None:
             need_reads.add(*bounds)
             if write:

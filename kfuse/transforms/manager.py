@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import ast
 
-from .. import config
+from .. import config, context
 from ..errors import KfuseError
 from . import args, loops, memory, restrict
 from .ir import FusedKernel
 
 PASSES = (("args", args.run), ("loops", loops.run), ("restrict", restrict.run), ("memory", memory.run))
 NAMES = tuple(name for name, _ in PASSES)
-
-_override: frozenset | None = None
-
 
 def parse(text: str) -> frozenset:
     text = text.strip().lower()
@@ -36,13 +33,15 @@ def parse(text: str) -> frozenset:
 
 
 def enabled() -> frozenset:
-    return _override if _override is not None else parse(config.TRANSFORMS.get())
+    """The transforms fused kernels get in the runtime in charge."""
+    chosen = context.current().transforms
+    return chosen if chosen is not None else parse(config.TRANSFORMS.get())
 
 
 def set_transforms(names) -> None:
     """``pk.set_transforms(["args", "loops"])``, ``"none"``, or ``None`` to follow KFUSE_TRANSFORMS again."""
-    global _override
-    _override = None if names is None else parse(names if isinstance(names, str) else ",".join(names))
+    context.current().transforms = None if names is None else parse(names if isinstance(names, str)
+                                                                     else ",".join(names))
 
 
 def verify(kernel: FusedKernel) -> None:

@@ -1,57 +1,43 @@
-"""``parallel_for`` / ``parallel_reduce`` / ``parallel_scan``: specialise, then run now or hand to the tracer.
+"""The specialise stage: bind a ``parallel_*`` call's arguments and find its specialisation.
 
-The pipeline for one kernel reads top to bottom here: parse + normalise the workunit once (front
-end), specialise on the call's argument types (``KernelSpec``), generate C++ (codegen), build or load
-it (compiler/cache), launch (runtime). A specialisation is cached on the workunit, so a repeated call
-costs a comparison of argument signatures, an argument pack and a ctypes call: about 4 us in all, of
-which 1-2 us are the C++ launch (``benchmarks/bench_dispatch.py``; PyKokkos takes ~250 us).
+A workunit is parsed and normalised once (front end); each call's argument types pick a specialisation
+(``KernelSpec``), type-checked by the backend when it is made (so errors show at the user's call even when
+fusion delays the kernel) and kept on the workunit. A repeated call costs a comparison of argument
+signatures and an argument conversion (``_Binding``), then the pipeline launches it.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import spaces
-from ..codegen.kernel import generate
-from ..compiler import toolchain
-from ..errors import ArgumentError, public_error
-from ..frontend.normalize import KernelSource, annotation_dtype, normalize
-from ..frontend.spec import ArgType, KernelSpec
-from ..frontend.workunit import Workunit
-from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, normalize as normalize_policy
-from ..future import Future
-from ..types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
-from ..views import DeviceView, View, view_argument
-from .. import guard
-from . import kokkos_runtime
-from .launch import CompiledKernel, policy_slots
-
-#: The tracer installs itself here when fusion is on: an object with ``log(call)``.
-tracer = None
+from . import context, spaces
+from .backends.debug import DEBUG
+from .errors import ArgumentError
+from .frontend.access import summarize
+from .frontend.normalize import KernelSource, annotation_dtype, normalize
+from .frontend.spec import ArgType, KernelSpec
+from .frontend.workunit import Workunit
+from .policies import MDRangePolicy, RangePolicy, TeamPolicy, normalize as normalize_policy
+from .future import Future
+from .types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
+from .views import DeviceView, View, view_argument
 
 
 @dataclass(eq=False)
 class Prepared:
-    """One specialisation of a workunit: its kernel source, spec, and (lazily) the compiled library."""
+    """One specialisation of a workunit for one backend: its kernel source, spec, and (once launched) kernel."""
 
     workunit: Workunit
     source: KernelSource
     spec: KernelSpec
     name: str
-    generated: object = None  # the C++ (GeneratedKernel), made when specialising so errors show at the call
-    _compiled: CompiledKernel | None = None
+    backend: object  # backends.base.Backend
+    translated: object = None  # what the backend made when type-checking it (e.g. the C++), for its first load
+    kernel: object = None  # the loaded backends.base.Kernel (pipeline.kernel_of)
     _access: object = None
-
-    def compiled(self) -> CompiledKernel:
-        if self._compiled is None:
-            generated = self.generated or generate(self.source, self.spec, self.name)
-            self.generated = None  # a failed build is not remembered: the next call generates and tries again
-            self._compiled = CompiledKernel(generated, self.spec, writes=writes_of(self.access, self.spec))
-        return self._compiled
 
     @property
     def view_params(self) -> tuple:
@@ -67,8 +53,6 @@ class Prepared:
     def access(self):
         """Per-parameter read/write summary from the AST (computed once per specialisation)."""
         if self._access is None:
-            from ..frontend.access import summarize
-
             self._access = summarize(self.source, self.spec)
         return self._access
 
@@ -98,11 +82,6 @@ class KernelCall:
             args[pos] = _scalar_for(self.prepared.spec.params[pos][1], fut.value(), self.prepared.spec.params[pos][0],
                                     self.prepared.workunit)
         return tuple(args)
-
-
-def _call_site() -> str:
-    frame = sys._getframe(3)
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 # --- specialisation ---------------------------------------------------------------------------
@@ -213,9 +192,9 @@ def _acc_dtype(wu: Workunit, op: str, policy) -> tuple:
     return (dtype or DType.float64,)
 
 
-def prepare(wu, op: str, policy, positional: tuple, kwargs: dict) -> KernelCall:
-    """Bind arguments and find (or create) the specialisation for this call."""
-    binding, policy, values = _bind(wu, op, policy, positional, kwargs)
+def prepare(wu, op: str, policy, positional: tuple, kwargs: dict, backend=None) -> KernelCall:
+    """Bind arguments and find (or create) the specialisation for this call (on the runtime's backend)."""
+    binding, policy, values = bind(wu, op, policy, positional, kwargs, backend or context.current().backend)
     return binding.call(policy, values)
 
 
@@ -268,7 +247,7 @@ class _Binding:
 
     ``convert`` holds, per value, None when the value is passed as it is (a View, a float for a
     double, an int for an int64) or the function making the kernel argument; ``direct`` is True when a
-    call can be launched at once (compiled space and no Future arguments).
+    call can be launched at once (no Future arguments).
     """
 
     __slots__ = ("sigs", "prepared", "convert", "identity", "deferred", "direct")
@@ -279,7 +258,7 @@ class _Binding:
         self.convert = tuple(_converter(t, v) for (_, t), v in zip(prepared.spec.params, values))
         self.identity = all(c is None for c in self.convert)
         self.deferred = any(isinstance(v, Future) for v in values)  # same positions for every call of these sigs
-        self.direct = prepared.spec.space != "Debug" and not self.deferred
+        self.direct = not self.deferred
 
     def args(self, values: list) -> tuple:
         """Kernel arguments of a call without Futures."""
@@ -331,8 +310,9 @@ def _flag(value) -> int:
     return int(bool(value))
 
 
-def _bind(wu, op: str, policy, positional: tuple, kwargs: dict):
-    """(binding, policy, values) of one call; every check and error of ``prepare`` happens here."""
+def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
+    """(binding, policy, values) of one call; every check and error of ``prepare`` happens here.
+    ``backend``: the runtime's backend (the Debug space has its own, ``backends.debug``)."""
     if type(wu) is not Workunit and not isinstance(wu, Workunit):
         if callable(wu):
             raise ArgumentError(f"{getattr(wu, '__name__', wu)!r} is not a workunit; decorate it with @pk.workunit")
@@ -342,7 +322,9 @@ def _bind(wu, op: str, policy, positional: tuple, kwargs: dict):
     plans = wu.__dict__.get("_kfuse_plans")
     if plans is None:
         plans = wu.__dict__["_kfuse_plans"] = {}
-    plan_key = (op, type(policy), policy.rank, id(space))  # id: enum members are singletons, hashing them is slow
+    if space is spaces.ExecutionSpace.Debug:
+        backend = DEBUG
+    plan_key = (op, type(policy), policy.rank, id(space), id(backend))  # ids: singletons, hashing enums is slow
     plan = plans.get(plan_key)
     if plan is None:
         plan = plans[plan_key] = _Plan(_user_params(wu, op, policy))
@@ -368,17 +350,17 @@ def _bind(wu, op: str, policy, positional: tuple, kwargs: dict):
     for binding in plan.bindings:
         if binding.sigs == sigs:
             return binding, policy, values
-    key = (op, type(policy), policy.rank, space, *sigs)
+    key = (op, type(policy), policy.rank, space, backend, *sigs)  # the backend instance: its kernels are its own
     prepared = wu.specializations.get(key)
     if prepared is None:
-        prepared = _specialize(wu, op, policy, space, params, values)
+        prepared = _specialize(wu, op, policy, space, params, values, backend)
         wu.specializations[key] = prepared
     binding = _Binding(sigs, prepared, values)
     plan.bindings.append(binding)
     return binding, policy, values
 
 
-def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepared:
+def _specialize(wu: Workunit, op: str, policy, space, params, values, backend) -> Prepared:
     src = _source(wu)
     if src.annotations.get(wu.parsed.param_names[0]) is TeamMember and not isinstance(policy, TeamPolicy):
         raise ArgumentError(f"workunit '{wu.__name__}' takes a pk.TeamMember and must be launched with a TeamPolicy")
@@ -394,106 +376,19 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values) -> Prepare
     kind, rank = _kind(policy)
     spec = KernelSpec(op=op, policy=kind, rank=rank, params=arg_types, accs=_acc_dtype(wu, op, policy),
                       space=space.value)
-    prepared = Prepared(wu, src, spec, wu.__name__)
-    if space is not spaces.ExecutionSpace.Debug:
-        _check_space_available(wu, space)
-        # Translate now (milliseconds, no compiler): an unsupported construct or a type error is reported at
-        # this call even when fusion delays the kernel, and its read/write sets are then known to be right.
-        prepared.generated = generate(src, spec, wu.__name__)
-    return prepared
+    backend.check_space(space.value, wu.__name__)
+    # Type-check now (milliseconds, no compiler): an unsupported construct or a type error is reported at
+    # this call even when fusion delays the kernel, and its read/write sets are then known to be right.
+    return Prepared(wu, src, spec, wu.__name__, backend, backend.translate(src, spec, wu.__name__))
 
 
 def serial_twin(prepared: Prepared) -> Prepared:
     """The same specialisation for the Serial space (a call logged before fork() runs on it in the child)."""
     spec = dataclasses.replace(prepared.spec, space=spaces.ExecutionSpace.Serial.value)
-    twin = Prepared(prepared.workunit, prepared.source, spec, prepared.name)
-    twin.generated = generate(prepared.source, spec, prepared.name)
-    return twin
-
-
-def _check_space_available(wu: Workunit, space) -> None:
-    backends = toolchain.current().backends
-    if space.value.upper() not in backends:
-        raise ArgumentError(f"workunit '{wu.__name__}': execution space {space.value} is not enabled in the Kokkos "
-                            f"kfuse compiles against ({toolchain.current().include_dir}; backends: "
-                            f"{', '.join(backends)}); choose another space or set KFUSE_KOKKOS_ROOT")
+    return Prepared(prepared.workunit, prepared.source, spec, prepared.name, prepared.backend,
+                    prepared.backend.translate(prepared.source, spec, prepared.name))
 
 
 def writes_of(access: dict, spec: KernelSpec) -> tuple:
     """Per parameter: does the kernel write this View (None for scalars)? Device launches need it."""
     return tuple(access[n].write if t.is_view else None for n, t in spec.params)
-
-
-# --- execution --------------------------------------------------------------------------------
-def execute(call: KernelCall):
-    """Run one call now; returns the reduction/scan value (or None)."""
-    space = call.prepared.spec.space
-    args = call.bound_args()
-    if space == "Debug":
-        from .debug import run_debug
-
-        results = run_debug(call, args)
-    else:
-        results = call.prepared.compiled().launch(policy_slots(call.policy), args)
-    return results[0] if results else None
-
-
-def _split(args: tuple):
-    if args and isinstance(args[0], str):
-        args = args[1:]  # PyKokkos's optional kernel label
-    if len(args) < 2:
-        raise ArgumentError("expected (policy, workunit, ...) — e.g. pk.parallel_for(n, my_workunit, A=a)")
-    return args[0], args[1], args[2:]
-
-
-def _dispatch(op: str, args: tuple, kwargs: dict):
-    policy, wu, positional = _split(args)
-    if isinstance(policy, TeamThreadRange):  # nested parallelism of a team workunit in the Debug space
-        from .debug import run_nested
-
-        return run_nested(op, policy, wu)
-    with guard.lock:
-        binding, policy, values = _bind(wu, op, policy, positional, kwargs)
-        tracing = tracer is not None and tracer.enabled
-        if binding.direct and not tracing and not (tracer is not None and tracer.failures.lost):
-            args = binding.args(values)  # eager, nothing lost to a failed call: no KernelCall needed
-            kokkos_runtime.enter_thread()
-            results = binding.prepared.compiled().launch(policy_slots(policy), args)
-            return results[0] if results else None
-        call = binding.call(policy, values)
-        if tracing:
-            call.site = _call_site()
-            return tracer.log(call)  # runs at once if it touches memory the host reaches past barriers
-        if tracer is not None:
-            tracer.check_eager(call)
-        if call.futures:
-            for _, fut in call.futures:
-                fut.value()
-        kokkos_runtime.enter_thread()
-        return execute(call)
-
-
-# The public entry points catch what escapes them themselves (errors.public_error): a try costs nothing when
-# nothing is raised, where a decorator would add a Python call to every launch.
-def parallel_for(*args, **kwargs) -> None:
-    """Run ``workunit(i, **kwargs)`` for every i of the policy (PyKokkos signature)."""
-    try:
-        _dispatch("for", args, kwargs)
-    except Exception as exc:
-        raise public_error(exc)
-
-
-def parallel_reduce(*args, **kwargs):
-    """Sum of ``acc`` contributions over the policy; a Future while fusion is on."""
-    try:
-        return _dispatch("reduce", args, kwargs)
-    except Exception as exc:
-        raise public_error(exc)
-
-
-def parallel_scan(*args, **kwargs):
-    """Inclusive/exclusive scan (the workunit decides via ``last_pass``); returns the total."""
-    try:
-        return _dispatch("scan", args, kwargs)
-    except Exception as exc:
-        raise public_error(exc)

@@ -1,0 +1,60 @@
+"""The Kokkos backend: kernels rendered as C++ Kokkos functors, compiled by g++ (OpenMP, Serial), nvcc
+(Cuda) or hipcc (HIP) through the content-keyed compile cache, loaded with ctypes.
+
+Its parts keep their own modules: codegen/ renders, compiler/ builds and caches, runtime/launch.py loads,
+packs arguments and launches, runtime/device.py keeps GPU copies coherent around a launch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.kernel import GeneratedKernel, generate
+from ..compiler import fused as fused_store
+from ..compiler import toolchain
+from ..errors import ArgumentError
+from ..frontend.spec import KernelSpec
+from ..runtime.launch import CompiledKernel
+from .base import Backend, Lowered
+
+
+@dataclass(frozen=True)
+class Rendered:
+    generated: GeneratedKernel
+    spec: KernelSpec
+    writes: tuple
+    fused: bool
+
+
+class KokkosBackend(Backend):
+    name = "kokkos"
+    persistent = True
+
+    def check_space(self, space: str, workunit: str) -> None:
+        backends = toolchain.current().backends
+        if space.upper() not in backends:
+            raise ArgumentError(f"workunit '{workunit}': execution space {space} is not enabled in the Kokkos "
+                                f"kfuse compiles against ({toolchain.current().include_dir}; backends: "
+                                f"{', '.join(backends)}); choose another space or set KFUSE_KOKKOS_ROOT")
+
+    def translate(self, source, spec, name):
+        return generate(source, spec, name)
+
+    def render(self, lowered: Lowered, translated=None) -> Rendered:
+        generated = translated or generate(lowered.source, lowered.spec, lowered.name, lowered.restrict)
+        return Rendered(generated, lowered.spec, lowered.writes, lowered.fused)
+
+    def load(self, rendered: Rendered) -> CompiledKernel:
+        return CompiledKernel(rendered.generated, rendered.spec, fused=rendered.fused, writes=rendered.writes)
+
+    def stored(self, digest: str):
+        entry = fused_store.load(digest)
+        if entry is None:
+            return None
+        generated, spec, arg_index, writes = entry
+        return Rendered(generated, spec, tuple(writes), True), tuple(arg_index)
+
+    def store(self, digest: str, rendered: Rendered, arg_index: tuple) -> None:
+        fused_store.store(digest, (rendered.generated, rendered.spec, arg_index, rendered.writes))
+
+
+KOKKOS = KokkosBackend()  # the process's one: specialisations and their kernels are kept per backend instance

@@ -1,0 +1,118 @@
+"""A trace partition as the planner sees it: calls without their Views.
+
+Each call becomes a ``Node``: its kernel (a process-unique number and the safety analysis of its
+specialisation), its policy, which storage each View argument is, the values of the scalars the analysis
+depends on, and which earlier calls' Futures it takes. Storages are numbered in order of first use
+(Views with the same pointer, extents, strides and element type are one storage), and ``overlaps`` lists
+the pairs of distinct storages whose bytes intersect. Nothing in a graph refers to memory addresses, so an
+equal graph means an equal plan: the graph itself is the plan cache's key, and tests can write graphs by
+hand (tests/test_schedule.py) without Views, compilers or kernels.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import itertools
+from dataclasses import dataclass, field
+
+from .safety import KernelPattern, pattern_of
+
+_uids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Node:
+    kernel: int  # process-unique number of the specialisation (never ``id()``, which Python reuses)
+    name: str
+    space: str
+    policy: str  # "RangePolicy", "MDRangePolicy", "TeamPolicy"
+    bounds: tuple  # ((begin, end), ...) per dimension; (league_size, team_size) for a TeamPolicy
+    views: tuple  # ((parameter, storage number), ...) of the View parameters, in parameter order
+    offsets: tuple = ()  # ((scalar parameter, value or None while it is a pending Future), ...)
+    producers: tuple = ()  # partition indices of the calls whose Futures this call takes (-1: done elsewhere)
+    helpers: tuple = ()  # ((helper name, digest of its resolved code), ...)
+    pattern: KernelPattern = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Graph:
+    nodes: tuple
+    overlaps: frozenset = frozenset()  # {(storage a, storage b), a <= b}: storages sharing bytes ((a, a): not empty)
+
+    def overlap(self, a: int, b: int) -> bool:
+        return (min(a, b), max(a, b)) in self.overlaps
+
+    def pattern_of(self, indices) -> tuple:
+        """The aliasing of the calls ``indices`` alone, numbered afresh (a fused kernel depends on it):
+        (storage of each View argument in order, overlapping pairs among them)."""
+        numbers: dict = {}
+        storages = tuple(numbers.setdefault(s, len(numbers)) for i in indices for _, s in self.nodes[i].views)
+        pairs = tuple(sorted((numbers[a], numbers[b]) if numbers[a] <= numbers[b] else (numbers[b], numbers[a])
+                             for a, b in self.overlaps if a != b and a in numbers and b in numbers))
+        return storages, pairs
+
+
+def kernel_number(prepared) -> int:
+    number = prepared.__dict__.get("_fuse_uid")
+    if number is None:
+        number = prepared.__dict__["_fuse_uid"] = next(_uids)
+    return number
+
+
+def _helper_digest(source) -> str:
+    digest = source.__dict__.get("_kfuse_digest")
+    if digest is None:
+        text = ast.dump(source.tree) + repr(sorted((k, repr(v)) for k, v in source.annotations.items()))
+        digest = source.__dict__["_kfuse_digest"] = hashlib.sha1(text.encode()).hexdigest()
+    return digest
+
+
+def _helpers(source) -> tuple:
+    return tuple(sorted((name, _helper_digest(h)) for name, h in source.helpers.items()))
+
+
+def _policy(policy) -> tuple:
+    kind = type(policy).__name__
+    if kind == "TeamPolicy":
+        return kind, (policy.league_size, policy.team_size)
+    return kind, policy.bounds
+
+
+def of(calls) -> Graph:
+    """The graph of ``calls`` (a partition, in trace order)."""
+    storages: dict = {}
+    extents = []
+    position = {id(c): i for i, c in enumerate(calls)}
+    nodes = []
+    for call in calls:
+        prepared = call.prepared
+        pattern = pattern_of(prepared)
+        views, offsets = [], []
+        for (name, t), value in zip(prepared.spec.params, call.args):
+            if t.is_view:
+                key = (value.ptr, value.shape, value.strides, value.dtype)
+                number = storages.get(key)
+                if number is None:
+                    number = storages[key] = len(storages)
+                    extents.append((value.bounds, number))
+                views.append((name, number))
+            elif name in pattern.offset_params:
+                offsets.append((name, None if value is None else int(value)))
+        producers = tuple(position.get(id(f.call), -1) if f.call is not None else -1 for _, f in call.futures)
+        kind, bounds = _policy(call.policy)
+        nodes.append(Node(kernel_number(prepared), prepared.name, prepared.spec.space, kind, bounds, tuple(views),
+                          tuple(offsets), producers, _helpers(prepared.source), pattern))
+    return Graph(tuple(nodes), _overlapping(extents))
+
+
+def _overlapping(extents: list) -> frozenset:
+    """Pairs of storages whose byte ranges intersect (a sweep over ranges sorted by start)."""
+    extents.sort()
+    pairs = {(a, a) for (lo, hi), a in extents if lo < hi}
+    for i, ((lo, hi), a) in enumerate(extents):
+        for (lo2, hi2), b in extents[i + 1:]:
+            if lo2 >= hi:
+                break
+            if lo < hi2 and lo2 < hi:
+                pairs.add((min(a, b), max(a, b)))
+    return frozenset(pairs)

@@ -1,0 +1,189 @@
+"""One kernel call from the program to the hardware, stage by stage.
+
+    specialise  calls.bind          workunit + arguments -> KernelCall (KernelSource + KernelSpec), type-checked
+    (trace)     engine.Runtime.log  delayed calls wait in the trace; a host access cuts out a partition
+    schedule    schedule()          partition -> graph (fuser/graph.py) -> groups, a Reason at every split
+    lower       lower_call/group    a call, or a group fused (fuser/build.py) and transformed -> Lowered
+    render      backend.render      Lowered -> the backend's code (C++ for Kokkos)
+    compile     backend.load        -> a loaded Kernel (through the backend's cache)
+    launch      Kernel.launch       bounds + arguments -> reduction results
+
+Eager execution is a one-call schedule through the same stages (``execute``); its kernel is kept on the
+specialisation, so a repeated eager call costs a binding and a launch. A repeated partition (every step of
+a time-step loop) hits the plan cache (keyed by its graph) and the fused-kernel cache, so it costs neither
+re-analysis nor re-compilation.
+"""
+from __future__ import annotations
+
+import time
+
+from .backends.base import Lowered
+from .calls import writes_of
+from .errors import KfuseError
+from .frontend.access import summarize
+from .fuser import build, explain, graph as graphs, persist, planner
+from .runtime.launch import policy_slots
+from .transforms import manager as transforms
+from .transforms.ir import FusedKernel, scalar_key
+from .tracer.failures import is_fault
+from .tracer.trace import Ranges, footprint
+
+_MAX_CACHED = 4096  # plans/fused kernels kept; a program whose ranges change every step must not grow forever
+
+
+# --- schedule ---------------------------------------------------------------------------------
+def schedule(rt, calls: list, fuse: bool) -> tuple:
+    """(graph, plan, cached?) of a partition; plans are cached in ``rt`` by graph."""
+    graph = graphs.of(calls)
+    if not fuse or len(calls) < 2:
+        return graph, planner.unfused(graph), False
+    plan = rt.plans.get(graph)
+    if plan is not None:
+        return graph, plan, True
+    if len(rt.plans) >= _MAX_CACHED:
+        rt.plans.clear()
+    plan = rt.plans[graph] = planner.plan(graph)
+    return graph, plan, False
+
+
+# --- lower, render, compile -------------------------------------------------------------------
+def lower_call(prepared) -> Lowered:
+    return Lowered(prepared.source, prepared.spec, prepared.name, writes_of(prepared.access, prepared.spec),
+                   workunit=prepared.workunit)
+
+
+def kernel_of(prepared):
+    """The loaded kernel of one specialisation (made at its first launch, then kept on it)."""
+    kernel = prepared.kernel
+    if kernel is None:
+        backend = prepared.backend
+        translated, prepared.translated = prepared.translated, None  # a failed build is retried from scratch
+        kernel = prepared.kernel = backend.load(backend.render(lower_call(prepared), translated))
+    return kernel
+
+
+def lower_group(group: list, args: tuple, names: frozenset) -> tuple:
+    """(Lowered, arg_index) of a fused group: its bodies built into one kernel, then the passes in ``names``."""
+    source, spec, name = build.build(group)
+    kernel, _ = transforms.apply(FusedKernel(source, spec, tuple(range(len(args))), args), names)
+    writes = writes_of(summarize(kernel.source, kernel.spec), kernel.spec)
+    return Lowered(kernel.source, kernel.spec, name, writes, fused=True, restrict=kernel.restrict), kernel.arg_index
+
+
+def _scalar_pattern(args: tuple) -> tuple:
+    """Which scalar arguments are equal (argument fusion merges them), as class numbers, keyed as argument
+    fusion keys them (0.0 and -0.0 apart)."""
+    classes: dict = {}
+    return tuple(classes.setdefault(scalar_key(a), len(classes)) for a in args if not hasattr(a, "ptr"))
+
+
+def fused_kernel(rt, graph, indices: list, group: list, args: tuple) -> tuple:
+    """(Kernel, arg_index) of a fused group: from ``rt``'s cache, the backend's store, or lowered anew."""
+    backend = group[0].prepared.backend
+    names = transforms.enabled() & backend.transforms
+    aliasing = graph.pattern_of(indices)
+    key = (backend.name, tuple(graph.nodes[i].kernel for i in indices), aliasing, _scalar_pattern(args), names)
+    entry = rt.fused.get(key)
+    if entry is None:
+        digest = persist.key(group, aliasing, key[3], names) if backend.persistent else None
+        stored = backend.stored(digest) if digest else None
+        if stored is None:
+            lowered, arg_index = lower_group(group, args, names)
+            rendered = backend.render(lowered)
+            if digest:
+                backend.store(digest, rendered, arg_index)
+        else:
+            rendered, arg_index = stored
+        if len(rt.fused) >= _MAX_CACHED:
+            rt.fused.clear()  # compiled libraries stay cached on disk; this only drops in-process handles
+        entry = rt.fused[key] = (backend.load(rendered), arg_index)
+    return entry
+
+
+# --- launch -----------------------------------------------------------------------------------
+def execute(call):
+    """Run one call now; returns its reduction/scan value (or None)."""
+    results = kernel_of(call.prepared).launch(policy_slots(call.policy), call.bound_args())
+    return results[0] if results else None
+
+
+def run_partition(rt, calls: list, fuse: bool = True) -> None:
+    """Run ``calls`` (a trace partition, in trace order) as scheduled groups, recording failures in ``rt``.
+
+    A failing call loses only what depends on it: a fused group that fails before running is retried
+    member by member, so the error names the culprit; a call that touches bytes a failed call would have
+    written (or takes its Future) is not run and passes the same failure on (tracer/failures.py).
+    """
+    start = time.perf_counter()
+    graph, plan, cached = schedule(rt, calls, fuse)
+    record = explain.record(rt, calls, plan, time.perf_counter() - start, cached, fuse)
+    failures = rt.failures
+    for indices in plan.groups:
+        group = [calls[i] for i in indices]
+        if len(group) > 1 and not any(failures.blocking(c) for c in group):
+            try:
+                _run_fused(rt, graph, indices, group, record)
+                continue
+            except KfuseError as exc:
+                if is_fault(exc):
+                    record.notes.append(f"group {indices[0]}..{indices[-1]} faulted: {_first_line(exc)}")
+                    _after_fault(group, exc, failures)
+                    continue
+                record.notes.append(f"group {indices[0]}..{indices[-1]} failed fused, ran its calls "
+                                    f"one by one: {_first_line(exc)}")
+        for index, call in zip(indices, group):
+            _run_single(index, call, failures, record)
+
+
+def _run_fused(rt, graph, indices: list, group: list, record) -> None:
+    args = tuple(a for c in group for a in c.bound_args())
+    kernel, arg_index = fused_kernel(rt, graph, indices, group, args)
+    results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
+    values = [next(results) if c.op == "reduce" else None for c in group]
+    record.fused_names.append(kernel.name)
+    for call, value in zip(group, values):
+        if call.result is not None:
+            call.result.set_result(value)
+
+
+def _run_single(index: int, call, failures, record) -> None:
+    blocked = failures.blocking(call)
+    if blocked is not None:
+        record.notes.append(f"call {index} ({call.prepared.name}) not run: it needs what {blocked.where()} "
+                            "would have produced")
+        failures.poison(call, blocked)
+        return
+    try:
+        value = execute(call)
+    except KfuseError as exc:
+        record.notes.append(f"call {index} ({call.prepared.name}) failed: {_first_line(exc)}")
+        failures.fail(call, exc)
+        return
+    if call.result is not None:
+        call.result.set_result(value)
+
+
+def _after_fault(group: list, exc, failures) -> None:
+    """A fused kernel reported a fault. Kernels finish their launch after a fault (the faulting operation
+    yields 0) and still return their reductions, so every member ran: what the culprit wrote, and what
+    members touching those bytes computed, is lost; the other members' results are right."""
+    member = getattr(exc, "member", None)
+    if member is not None and 0 <= member < len(group):
+        culprits = [group[member]]
+    else:  # a fault in a helper names the workunit only; one that names no member loses the whole group
+        culprits = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)] or group
+    failure = failures.fail(culprits[0], exc)
+    values = iter(getattr(exc, "results", ()))
+    lost = Ranges()
+    for call in group:
+        value = next(values, None) if call.op == "reduce" else None
+        reads, writes = footprint(call)
+        if call in culprits or lost.hits(reads) or lost.hits(writes):
+            failures.poison(call, failure)
+            lost.add_all(writes)
+        elif call.result is not None:
+            call.result.set_result(value)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
