@@ -8,7 +8,7 @@ import os as _os
 import time as _time
 
 from . import context as _context, counters as _counters, engine as _engine
-from .runtime import device as _device, kokkos_runtime as _kokkos_runtime
+from .runtime import kokkos_runtime as _kokkos_runtime
 
 from .errors import (ArgumentError, CompileError, DeferredError, KernelTypeError, KfuseError, LaunchError,
                      SourceError, UnsupportedSyntaxError)
@@ -40,8 +40,7 @@ def fence() -> None:
     try:
         _engine.flush_all()  # raises the first failure of a delayed call not reported yet
     finally:
-        _kokkos_runtime.fence()
-        _device.sync_all()
+        _context.current().backend.synchronize()
 
 
 def stats() -> dict:

@@ -366,7 +366,7 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values, backend) -
         raise ArgumentError(f"workunit '{wu.__name__}' takes a pk.TeamMember and must be launched with a TeamPolicy")
     arg_types = tuple((p, _arg_type(wu, p, v, src.annotations.get(p))) for p, v in zip(params, values))
     for p, v in zip(params, values):
-        if hasattr(v, "__cuda_array_interface__") and space.value not in ("Cuda", "HIP"):
+        if hasattr(v, "__cuda_array_interface__") and not spaces.on_device(space.value):
             raise ArgumentError(f"workunit '{wu.__name__}': parameter '{p}' is a GPU array but the kernel runs in "
                                 f"{space.value}; launch it in pk.Cuda or pass host data")
     for p, ann in src.annotations.items():

@@ -14,7 +14,6 @@ from .calls import bind
 from .errors import ArgumentError, public_error
 from .pipeline import execute, kernel_of
 from .policies import TeamThreadRange
-from .runtime import kokkos_runtime
 from .runtime.launch import policy_slots
 
 
@@ -42,7 +41,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         binding, policy, values = bind(wu, op, policy, positional, kwargs, rt.backend)
         if binding.direct and not rt.enabled and not rt.failures.lost:
             args = binding.args(values)  # eager, nothing lost to a failed call: no KernelCall needed
-            kokkos_runtime.enter_thread()
+            binding.prepared.backend.enter_thread()
             results = kernel_of(binding.prepared).launch(policy_slots(policy), args)
             return results[0] if results else None
         call = binding.call(policy, values)
@@ -53,7 +52,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         if call.futures:
             for _, fut in call.futures:
                 fut.value()
-        kokkos_runtime.enter_thread()
+        call.prepared.backend.enter_thread()
         return execute(call)
 
 

@@ -27,7 +27,6 @@ from .errors import public_error
 from .fuser import explain as explain_records
 from .future import Future
 from .pipeline import run_partition
-from .runtime import device, kokkos_runtime
 from .tracer.failures import Failures
 from .tracer.trace import Trace
 
@@ -69,7 +68,7 @@ class Runtime:
             self._run(self.trace.partition_for(None, False, (call,)))
             self._raise_at_call(call)
             for view in escaped:  # a GPU result reaches the host memory the program holds
-                device.host_access(view, True)
+                self.backend.host_access(view, True)
         elif len(self.trace) >= config.MAX_TRACE.get():
             self.flush_all()
         return result
@@ -103,7 +102,7 @@ class Runtime:
                     failure = self.failures.at(*view.bounds)
                     if failure is not None:
                         raise failure.deferred("this host access to a View")
-            device.host_access(view, write)
+            self.backend.host_access(view, write)
 
     def resolve(self, future: Future) -> None:
         """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
@@ -144,7 +143,7 @@ class Runtime:
             return
         self.trace.remove(entries)
         counters.bump("flushes")
-        kokkos_runtime.enter_thread()
+        self.backend.enter_thread()
         self._running = True
         try:
             run_partition(self, [e.call for e in entries], fuse=self.fuse)
@@ -175,7 +174,7 @@ def disable_fusion() -> None:
     the first failure the program has not seen yet is raised here)."""
     try:
         flush_all()
-        device.sync_all()  # like pk.fence(): host memory (and NumPy aliases of Views) is current afterwards
+        context.current().backend.synchronize()  # like pk.fence(): host memory (and NumPy aliases of Views) is current afterwards
     finally:
         context.current().enabled = False
 

@@ -19,6 +19,15 @@ class ExecutionSpace(enum.Enum):
     Default = "Default"
 
 
+DEVICE_SPACES = frozenset({"Cuda", "HIP"})  # spaces whose kernels run on a GPU, with memory of their own
+
+
+def on_device(space: str) -> bool:
+    """Whether kernels of ``space`` (an ExecutionSpace value) run on a GPU: memory moves around their launches,
+    restrict is applied more carefully, faults are reported through device memory."""
+    return space in DEVICE_SPACES
+
+
 def from_setting() -> ExecutionSpace:
     """The default space KFUSE_DEFAULT_SPACE names (a new runtime starts with it)."""
     name = config.DEFAULT_SPACE.get()

@@ -68,6 +68,15 @@ class Backend:
     #: whether rendered fused kernels are kept across processes (``compiler/fused.py``).
     persistent = False
 
+    def enter_thread(self) -> None:
+        """Prepare the calling thread to launch kernels (called with ``guard.lock`` held, before launches)."""
+
+    def host_access(self, view, write: bool) -> None:
+        """The host is about to read (or write) ``view``: bring back a newer copy the backend holds elsewhere."""
+
+    def synchronize(self) -> None:
+        """Wait for all launched work and make every View's host memory current (``pk.fence()``)."""
+
     def check_space(self, space: str, workunit: str) -> None:
         """Raise ArgumentError if kernels cannot run in ``space`` (``spaces.ExecutionSpace`` value)."""
 

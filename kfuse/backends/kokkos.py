@@ -13,6 +13,7 @@ from ..compiler import fused as fused_store
 from ..compiler import toolchain
 from ..errors import ArgumentError
 from ..frontend.spec import KernelSpec
+from ..runtime import device, kokkos_runtime
 from ..runtime.launch import CompiledKernel
 from .base import Backend, Lowered
 
@@ -35,6 +36,16 @@ class KokkosBackend(Backend):
             raise ArgumentError(f"workunit '{workunit}': execution space {space} is not enabled in the Kokkos "
                                 f"kfuse compiles against ({toolchain.current().include_dir}; backends: "
                                 f"{', '.join(backends)}); choose another space or set KFUSE_KOKKOS_ROOT")
+
+    def enter_thread(self) -> None:
+        kokkos_runtime.enter_thread()  # starts Kokkos at the first launch; other threads borrow its OpenMP instance
+
+    def host_access(self, view, write: bool) -> None:
+        device.host_access(view, write)
+
+    def synchronize(self) -> None:
+        kokkos_runtime.fence()
+        device.sync_all()
 
     def translate(self, source, spec, name):
         return generate(source, spec, name)

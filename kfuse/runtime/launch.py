@@ -20,10 +20,8 @@ from ..errors import ArgumentError, LaunchError, kernel_fault
 from ..frontend.spec import KernelSpec
 from ..policies import MDRangePolicy, RangePolicy
 from ..types import DType
-from .. import counters, guard
+from .. import counters, guard, spaces
 from . import device, kokkos_runtime
-
-DEVICE_SPACES = ("Cuda", "HIP")
 
 _ERRLEN = 2048
 _err = ctypes.create_string_buffer(_ERRLEN)
@@ -57,7 +55,7 @@ class CompiledKernel:
         n_results = len(generated.result_format)
         self._out = ctypes.create_string_buffer(max(8, 8 * n_results))
         self._unpack = struct.Struct("=" + generated.result_format).unpack_from if n_results else None
-        self.on_device = spec.space in DEVICE_SPACES
+        self.on_device = spaces.on_device(spec.space)
         writes = writes or tuple(t.is_view or None for _, t in spec.params)  # unknown: assume every View written
         self.pack = _packer(struct.Struct("=" + generated.slot_format).pack, spec,
                             writes if self.on_device else None, self.name, fused)

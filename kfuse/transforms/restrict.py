@@ -11,12 +11,13 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from .. import spaces
 from .ir import FusedKernel, PassResult, overlaps
 
 
 def run(kernel: FusedKernel) -> PassResult:
     views = [(n, kernel.value(n)) for n, t in kernel.spec.params if t.is_view]
-    if kernel.spec.space in ("Cuda", "HIP") and any(overlaps(v, w) for i, (_, v) in enumerate(views)
+    if spaces.on_device(kernel.spec.space) and any(overlaps(v, w) for i, (_, v) in enumerate(views)
                                                       for _, w in views[i + 1:]):
         # Measured on an H200 (nvcc 13): with __restrict__ pointers in the body, a store and a later load of one
         # element through two aliasing View parameters were reordered, so the load saw the old value. On GPUs

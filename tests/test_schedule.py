@@ -1,0 +1,199 @@
+"""Fusion decisions as pure functions: which calls form which groups, and why the others split.
+
+The planner takes a partition's graph (kfuse/fuser/graph.py: kernels, policies, storages and their
+overlaps, scalar offsets, Future producers; no Views) and returns groups with a structured ``Reason``.
+The first half writes graphs by hand; the second builds them from real workunit calls on the null backend,
+which type-checks kernels and records launches but compiles and runs nothing (these tests need no C++
+compiler and take milliseconds).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kfuse as pk
+from kfuse import context
+from kfuse.calls import prepare
+from kfuse.fuser import graph as graphs
+from kfuse.fuser.graph import Graph, Node
+from kfuse.fuser.planner import Split, plan
+from kfuse.fuser.safety import KernelPattern, ParamPattern
+
+
+# --- hand-written graphs ---------------------------------------------------------------------------------------
+def at_thread(offset=0, dim=0) -> tuple:
+    """One access indexing dimension ``dim`` by ``thread + offset`` (a 1-D kernel's row of thread-index matches)."""
+    return ((frozenset({(dim, ("c", offset))}),), f"x[i + {offset}]")
+
+
+def elsewhere() -> tuple:
+    """One access whose index is no one-to-one function of the thread index (x[idx[i]])."""
+    return ((frozenset(),), "x[idx[i]]")
+
+
+def kernel(name, params: dict, refuse=None) -> KernelPattern:
+    """``params``: View parameter -> (read, write, accesses, opaque reason or None)."""
+    return KernelPattern({p: ParamPattern(r, w, opaque, tuple(acc)) for p, (r, w, acc, opaque) in params.items()},
+                         refuse, frozenset())
+
+
+WRITE_X = kernel("write_x", {"x": (False, True, [at_thread()], None)})
+READ_X_WRITE_Y = kernel("copy", {"x": (True, False, [at_thread()], None), "y": (False, True, [at_thread()], None)})
+READ_NEIGHBOUR = kernel("shift", {"x": (True, False, [at_thread(1)], None),
+                                  "y": (False, True, [at_thread()], None)})
+GATHER = kernel("gather", {"x": (True, False, [elsewhere()], None), "y": (False, True, [at_thread()], None)})
+ATOMIC = kernel("hist", {"x": (False, True, [], "atomic update of 'x'")})
+SCAN = kernel("scan", {}, refuse="a scan (parallel_scan) has a cross-thread dependence")
+
+
+def node(number, pattern, views, bounds=((0, 100),), policy="RangePolicy", space="OpenMP", producers=(),
+         helpers=()) -> Node:
+    return Node(number, f"k{number}", space, policy, bounds, tuple(views), (), tuple(producers), tuple(helpers),
+                pattern)
+
+
+def groups(*nodes, overlaps=None) -> tuple:
+    """(groups, [(split index, Split kind)]) of a graph; by default every storage overlaps only itself."""
+    storages = {s for n in nodes for _, s in n.views}
+    pairs = frozenset((s, s) for s in storages) | frozenset(overlaps or ())
+    result = plan(Graph(tuple(nodes), pairs))
+    return result.groups, [(i, r.kind) for i, r in result.boundaries]
+
+
+def test_a_writer_and_its_thread_local_reader_form_one_group():
+    assert groups(node(1, WRITE_X, [("x", 0)]), node(2, READ_X_WRITE_Y, [("x", 0), ("y", 1)])) == ([[0, 1]], [])
+
+
+def test_every_split_kind_is_found_where_it_applies():
+    write, copy = node(1, WRITE_X, [("x", 0)]), node(2, READ_X_WRITE_Y, [("x", 0), ("y", 1)])
+    cases = {
+        Split.RANGE: node(2, READ_X_WRITE_Y, [("x", 0), ("y", 1)], bounds=((0, 50),)),
+        Split.SPACE: node(2, READ_X_WRITE_Y, [("x", 0), ("y", 1)], space="Serial"),
+        Split.NOT_THREAD_LOCAL: node(3, READ_NEIGHBOUR, [("x", 0), ("y", 1)]),
+        Split.KERNEL: node(4, SCAN, []),
+        Split.OPAQUE: node(5, ATOMIC, [("x", 0)]),
+        Split.CONSUMER: node(2, READ_X_WRITE_Y, [("x", 2), ("y", 1)], producers=(0,)),
+        Split.HELPER_CLASH: node(2, READ_X_WRITE_Y, [("x", 2), ("y", 1)], helpers=(("h", "other code"),)),
+    }
+    first = {Split.HELPER_CLASH: node(1, WRITE_X, [("x", 0)], helpers=(("h", "code"),))}
+    for kind, second in cases.items():
+        assert groups(first.get(kind, write), second) == ([[0], [1]], [(1, kind)]), kind
+    assert groups(write, copy) == ([[0, 1]], [])
+
+
+def test_views_of_shared_memory_that_are_not_the_same_view_split():
+    """Storages 0 and 1 overlap (a View and its subview): elements cannot be aligned, so no fusion."""
+    got = groups(node(1, WRITE_X, [("x", 0)]), node(2, READ_X_WRITE_Y, [("x", 1), ("y", 2)]), overlaps={(0, 1)})
+    assert got == ([[0], [1]], [(1, Split.ALIASED_VIEWS)])
+    # the same calls over disjoint memory are independent and fuse
+    assert groups(node(1, WRITE_X, [("x", 0)]), node(2, READ_X_WRITE_Y, [("x", 1), ("y", 2)]))[0] == [[0, 1]]
+
+
+def test_an_indirect_read_of_memory_nobody_writes_still_fuses():
+    assert groups(node(1, WRITE_X, [("x", 0)]), node(6, GATHER, [("x", 1), ("y", 2)]))[0] == [[0, 1]]
+    assert groups(node(1, WRITE_X, [("x", 0)]), node(6, GATHER, [("x", 0), ("y", 2)]))[1] == \
+        [(1, Split.NOT_THREAD_LOCAL)]
+
+
+def test_groups_are_greedy_in_trace_order():
+    a, b = node(1, WRITE_X, [("x", 0)]), node(2, READ_X_WRITE_Y, [("x", 0), ("y", 1)])
+    shift = node(3, READ_NEIGHBOUR, [("x", 1), ("y", 2)])  # reads y[i+1], which b writes
+    after = node(2, READ_X_WRITE_Y, [("x", 2), ("y", 3)])
+    assert groups(a, b, shift, after) == ([[0, 1], [2, 3]], [(2, Split.NOT_THREAD_LOCAL)])
+
+
+def test_equal_graphs_are_one_plan_cache_entry():
+    """Graphs hold no addresses: the same partition over new arrays is the same key."""
+    one = Graph((node(1, WRITE_X, [("x", 0)]),), frozenset({(0, 0)}))
+    two = Graph((node(1, WRITE_X, [("x", 0)]),), frozenset({(0, 0)}))
+    assert one == two and hash(one) == hash(two) and {one: "plan"}[two] == "plan"
+
+
+# --- graphs of real calls, on the null backend ------------------------------------------------------------------
+pytestmark = pytest.mark.backend("null")
+N = 64
+
+
+@pk.workunit
+def s_scale(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = 0.5 * x[i] + 1.0
+
+
+@pk.workunit
+def s_neighbours(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i - 1] + x[i + 1]
+
+
+@pk.workunit
+def s_sum(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
+    acc += x[i]
+
+
+@pk.workunit
+def s_add_scalar(i: int, s: float, x: pk.View1D[pk.double]):
+    x[i] = x[i] + s
+
+
+def flush() -> tuple:
+    """Run what is pending on the null backend; (groups, split kinds, launches) of the flush."""
+    runtime = context.current()
+    runtime.backend.launches.clear()
+    runtime.flush_all()
+    record = runtime.records[-1]
+    return record.groups, [r.kind for _, r in record.boundaries], runtime.backend.launches
+
+
+def test_a_chain_of_thread_local_calls_is_one_launch():
+    pk.enable_fusion()
+    x, y, z = pk.View(N), pk.View(N), pk.View(N)
+    pk.parallel_for(N, s_scale, x=x, y=y)
+    pk.parallel_for(N, s_scale, x=y, y=z)
+    total = pk.parallel_reduce(N, s_sum, x=z)
+    got, kinds, launches = flush()
+    assert got == [[0, 1, 2]] and kinds == []
+    assert [(launch.name, launch.fused, launch.bounds) for launch in launches] == \
+        [("s_scale__s_scale__s_sum", True, (0, N))]
+    assert total.value() == 0.0  # the null backend computes nothing
+
+
+def test_a_stencil_splits_and_a_new_range_splits():
+    pk.enable_fusion()
+    x, y, z = pk.View(N), pk.View(N), pk.View(N)
+    pk.parallel_for(pk.RangePolicy(1, N - 1), s_scale, x=x, y=y)
+    pk.parallel_for(pk.RangePolicy(1, N - 1), s_neighbours, x=y, y=z)
+    pk.parallel_for(N, s_scale, x=z, y=x)
+    got, kinds, launches = flush()
+    assert got == [[0], [1], [2]] and kinds == [Split.NOT_THREAD_LOCAL, Split.RANGE]
+    assert [launch.fused for launch in launches] == [False, False, False]
+
+
+def test_a_reduction_consumer_splits_from_its_producer():
+    pk.enable_fusion()
+    x = pk.View(N)
+    total = pk.parallel_reduce(N, s_sum, x=x)
+    pk.parallel_for(N, s_add_scalar, s=total, x=x)
+    got, kinds, _ = flush()
+    assert got == [[0], [1]] and kinds == [Split.CONSUMER]
+
+
+def test_the_graph_of_calls_numbers_storages_by_first_use():
+    x, y = pk.View(N), pk.View(N)
+    half = x.subview(slice(0, N // 2))
+    calls = [prepare(s_scale, "for", N // 2, (), {"x": half, "y": y}),
+             prepare(s_scale, "for", N // 2, (), {"x": y, "y": x})]
+    graph = graphs.of(calls)
+    assert [n.views for n in graph.nodes] == [(("x", 0), ("y", 1)), (("x", 1), ("y", 2))]
+    assert graph.overlaps == {(0, 0), (1, 1), (2, 2), (0, 2)}  # the subview shares x's bytes
+    assert graph.pattern_of([1]) == ((0, 1), ())
+
+
+def test_schedules_need_no_compiler_and_no_data(monkeypatch):
+    """The null backend never calls the C++ compiler: a broken compiler changes nothing."""
+    monkeypatch.setenv("KFUSE_CXX", "/bin/false")
+    pk.enable_fusion()
+    x, y = pk.View(N), pk.View(N)
+    x[:] = np.arange(N)
+    pk.parallel_for(N, s_scale, x=x, y=y)
+    got, _, launches = flush()
+    assert got == [[0]] and len(launches) == 1
+    np.testing.assert_array_equal(np.asarray(y), np.zeros(N))  # ran nothing: y is as it was made
