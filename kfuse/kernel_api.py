@@ -127,7 +127,7 @@ def atomic_decrement(view, index):
 
 def printf(fmt: str, *args) -> None:
     """C printf semantics for the formats kernels use (Python's % formatting accepts the same specs)."""
-    from .runtime.debug import c_format
+    from .backends.interp import c_format
 
     sys.stdout.write(c_format(fmt, args))
 

@@ -51,7 +51,7 @@ class GeneratedKernel:
         return cls(data["name"], data["source"], data["slot_format"], data["result_format"])
 
 
-def _roles(src: KernelSource, spec: KernelSpec):
+def roles(src: KernelSource, spec: KernelSpec):
     """Split the kernel's parameters into thread indices / team, accumulators, last_pass flag, user params."""
     names = [a.arg for a in src.tree.args.args]
     n_index = 1 if spec.policy == "team" else spec.rank
@@ -66,21 +66,14 @@ def _roles(src: KernelSource, spec: KernelSpec):
     return names[:n_index], names[n_index:n_index + n_acc], names[n_index + n_acc:fixed]
 
 
-def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
-             restrict: frozenset = frozenset()) -> GeneratedKernel:
-    """``restrict``: View parameters proven not to overlap any other; the body then moves into a function
-    taking them as ``__restrict__`` pointers (PyFuser's Figure 6c)."""
-    exec_space, mem_space = _SPACES[spec.space]
-    index_names, acc_names, flag_names = _roles(src, spec)
-    in_function = bool(restrict) and spec.policy != "team" and spec.op != "scan"
-    unit = Unit(src.helpers, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
-                bounds_check=config.BOUNDS_CHECK.get())
+def body_scope(src: KernelSource, spec: KernelSpec, members: bool = True) -> dict:
+    """What the names a kernel body starts with stand for: parameters (functor ``members`` unless the body is
+    a free function), thread indices or the team handle, accumulators and the last_pass flag."""
+    index_names, acc_names, flag_names = roles(src, spec)
     scope = {}
-    members = []
     for name, t in spec.params:
-        scope[name] = Sym("view", t, ident(name), member=not in_function) if t.is_view else \
-            Sym("scalar", t.dtype, ident(name), member=not in_function)
-        members.append(f"  {cpp_type(t)} {ident(name)};")
+        scope[name] = Sym("view", t, ident(name), member=members) if t.is_view else \
+            Sym("scalar", t.dtype, ident(name), member=members)
     if spec.policy == "team":
         scope[index_names[0]] = Sym("team", TEAM, ident(index_names[0]))
     else:
@@ -90,6 +83,20 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         scope[n] = Sym("scalar", dtype, ident(n))
     for n in flag_names:
         scope[n] = Sym("scalar", DType.bool, ident(n))
+    return scope
+
+
+def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
+             restrict: frozenset = frozenset()) -> GeneratedKernel:
+    """``restrict``: View parameters proven not to overlap any other; the body then moves into a function
+    taking them as ``__restrict__`` pointers (PyFuser's Figure 6c)."""
+    exec_space, mem_space = _SPACES[spec.space]
+    index_names, acc_names, flag_names = roles(src, spec)
+    in_function = bool(restrict) and spec.policy != "team" and spec.op != "scan"
+    unit = Unit(src.helpers, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
+                bounds_check=config.BOUNDS_CHECK.get())
+    scope = body_scope(src, spec, members=not in_function)
+    members = [f"  {cpp_type(t)} {ident(name)};" for name, t in spec.params]
 
     body = BodyTranslator(src, unit, scope)
     body_lines = body.function_body(src.tree.body, "    ")

@@ -30,7 +30,7 @@ TEAM = "team"
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
 # One printf conversion: flags/width/precision, a length modifier (dropped: kfuse casts), the conversion.
-_PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d*)?)(hh|h|ll|l|L|z|j|t)?(.?)")
+PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d*)?)(hh|h|ll|l|L|z|j|t)?(.?)")
 _PRINTF_REFUSED = {"n": "'%n' writes through a pointer argument", "$": "positional arguments ('%1$d')",
                    "*": "a width or precision taken from an argument ('*')"}
 
@@ -90,13 +90,16 @@ class Sym:
 class Unit:
     """Collects what one translation unit needs besides the functor: helper instances."""
 
-    def __init__(self, helpers: dict, restrict: frozenset = frozenset(), bounds_check: bool = False):
+    def __init__(self, helpers: dict, restrict: frozenset = frozenset(), bounds_check: bool = False,
+                 body_class=None):
         self.helpers = helpers  # name -> KernelSource
+        self.body_class = body_class or BodyTranslator  # a subclass may record what it types (python backend)
         self.restrict = restrict
         self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
         self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
         self.kernel_source: KernelSource | None = None  # the workunit (or fused kernel) being translated
         self.instances: dict = {}  # (name, arg types) -> (cname, return type)
+        self.bodies: dict = {}  # cname -> the translator of that helper instance
         self.definitions: list[str] = []
         self.uses_printf = False  # the launcher then flushes C stdout so output keeps its order with Python's
         self._active: set = set()
@@ -117,7 +120,7 @@ class Unit:
         typed = rules.helper_params(name, src, arg_types, node, caller)
         self._active.add(name)
         scope = {n: Sym("view" if isinstance(t, ArgType) else "scalar", t, ident(n)) for n, t in typed}
-        body = BodyTranslator(src, self, scope, in_helper=True)
+        body = self.body_class(src, self, scope, in_helper=True)
         body.restrict = frozenset()  # helper parameters are always Views
         lines = body.function_body(src.tree.body)
         ret = rules.helper_return(src, body.return_types)
@@ -127,6 +130,7 @@ class Unit:
         self.definitions.append(f"KOKKOS_INLINE_FUNCTION {ret_cpp} {cname}({sig}) {{\n" + "\n".join(lines) + "\n}\n")
         self._active.discard(name)
         self.instances[key] = (cname, ret)
+        self.bodies[cname] = body
         return cname, ret
 
 
@@ -357,6 +361,10 @@ class BodyTranslator:
         out.append(f"{ind}  }}")
         out.append(f"{ind}}}")
 
+    def nested_translator(self, scope: dict) -> BodyTranslator:
+        """The translator of a nested def's body (a subclass may share what it records with it)."""
+        return self.unit.body_class(self.src, self.unit, scope, in_helper=True)
+
     def stmt_FunctionDef(self, node, out, ind):
         """A nested def inside a team workunit: a C++ lambda for TeamThreadRange/ThreadVectorRange."""
         params = node.args.args
@@ -372,7 +380,7 @@ class BodyTranslator:
         if len(params) >= 3:
             scope[params[2].arg] = Sym("scalar", BOOL, ident(params[2].arg))
             sig.append(f"const bool {ident(params[2].arg)}")
-        inner = BodyTranslator(self.src, self.unit, scope, in_helper=True)
+        inner = self.nested_translator(scope)
         lines = inner.function_body(node.body, ind + "  ")
         if inner.return_types:
             raise self.unsupported("returning a value from a nested parallel body", node)
@@ -708,7 +716,7 @@ class BodyTranslator:
         self.unit.uses_printf = True
         args = [self.expr(a) for a in node.args[1:]]
         specs = []
-        for m in _PRINTF_SPEC.finditer(fmt):
+        for m in PRINTF_SPEC.finditer(fmt):
             conv = m.group(3)
             if conv in _PRINTF_REFUSED:
                 raise self.unsupported(f"printf format {fmt!r}: {_PRINTF_REFUSED[conv]}", node)

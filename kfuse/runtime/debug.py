@@ -16,59 +16,21 @@ import ast
 import copy
 import itertools
 import operator
-import re
 import types
 from pathlib import Path
 
 import numpy as np
 
+from ..backends.interp import DebugTeamMember, IndexFault, debug_view, python_scalar
 from ..errors import KernelIndexError, KernelZeroDivisionError
 from ..frontend.workunit import Function
 from ..policies import MDRangePolicy, RangePolicy, TeamThreadRange
-
-
-class _IndexFault(IndexError):
-    def __init__(self, view: str, dim: int, index: int, extent: int):
-        super().__init__(view, dim, index, extent)
-        self.fields = dict(view=view, dim=dim, index=index, extent=extent)
 
 
 class _DivisionFault(ZeroDivisionError):
     def __init__(self, dividend: int, divisor: int, operator_: str):
         super().__init__(dividend, divisor, operator_)
         self.fields = dict(dividend=dividend, divisor=divisor, operator=operator_)
-
-
-class DebugArray(np.ndarray):
-    """A NumPy array that also answers the View methods kernels use, and checks every index."""
-
-    view_name = "?"  # the parameter it was passed as
-    first_dim = 0  # a row A[i] of a 2-D View starts at dimension 1
-
-    def extent(self, dim: int) -> int:
-        return self.shape[dim]
-
-    def rank(self) -> int:
-        return self.ndim
-
-    def _check(self, key) -> int:
-        """Raise for an integer index outside 0 <= i < extent; returns how many dimensions ``key`` indexes."""
-        indices = key if isinstance(key, tuple) else (key,)
-        for d, i in enumerate(indices[:self.ndim]):
-            if isinstance(i, (int, np.integer)) and not 0 <= i < self.shape[d]:
-                raise _IndexFault(self.view_name, self.first_dim + d, int(i), self.shape[d])
-        return len(indices)
-
-    def __getitem__(self, key):
-        used = self._check(key)
-        item = super().__getitem__(key)
-        if isinstance(item, DebugArray):
-            item.view_name, item.first_dim = self.view_name, self.first_dim + used
-        return item
-
-    def __setitem__(self, key, value):
-        self._check(key)
-        super().__setitem__(key, value)
 
 
 class _Acc:
@@ -115,27 +77,6 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lt", "l
         setattr(_Acc, f"__r{_name}__", _operator(getattr(operator, _name), reflected=True))
 for _name in ("neg", "pos", "abs"):
     setattr(_Acc, f"__{_name}__", lambda self, _op=getattr(operator, _name): _op(self.v))
-
-
-class DebugTeamMember:
-    def __init__(self, league_rank: int, league_size: int):
-        self._league_rank = league_rank
-        self._league_size = league_size
-
-    def league_rank(self):
-        return self._league_rank
-
-    def league_size(self):
-        return self._league_size
-
-    def team_rank(self):
-        return 0
-
-    def team_size(self):
-        return 1
-
-    def team_barrier(self):
-        pass
 
 
 def run_nested(op: str, rng: TeamThreadRange, fn):
@@ -260,21 +201,21 @@ def _as_kernel_fault(fault, wu):
     where = dict(workunit=wu.__name__, filename=code.co_filename,
                  lineno=frame.f_lineno if frame is not None else code.co_firstlineno,
                  function=None if code in own else code.co_name)
-    cls = KernelIndexError if isinstance(fault, _IndexFault) else KernelZeroDivisionError
+    cls = KernelIndexError if isinstance(fault, IndexFault) else KernelZeroDivisionError
     return cls(**fault.fields, **where)
 
 
 def run_debug(call, args):
     try:
         return _run_debug(call, args)
-    except (_IndexFault, _DivisionFault) as fault:
+    except (IndexFault, _DivisionFault) as fault:
         raise _as_kernel_fault(fault, call.prepared.workunit) from None
 
 
 def _run_debug(call, args):
     spec = call.prepared.spec
     fn = _checked_workunit(call.prepared.workunit)
-    args = [_debug_view(a, name) if t.is_view else a for a, (name, t) in zip(args, spec.params)]
+    args = [debug_view(a, name) if t.is_view else a for a, (name, t) in zip(args, spec.params)]
     policy = call.policy
     if isinstance(policy, RangePolicy):
         points = ((i,) for i in range(policy.begin, policy.end))
@@ -291,7 +232,7 @@ def _run_debug(call, args):
     if spec.op == "reduce":
         for p in points:
             fn(*p, acc, **kwargs)
-        return (_python_scalar(acc.v),)
+        return (python_scalar(acc.v),)
     points = list(points)
     for p in points:  # scan: a first pass accumulates, a second pass with last_pass=True writes
         fn(*p, acc, False, **kwargs)
@@ -299,22 +240,4 @@ def _run_debug(call, args):
     acc = _Acc(spec.accs[0].np.type(0))
     for p in points:
         fn(*p, acc, True, **kwargs)
-    return (_python_scalar(total),)
-
-
-def _debug_view(view, name: str) -> DebugArray:
-    array = view._array.view(DebugArray)
-    array.view_name = name
-    return array
-
-
-def _python_scalar(value):
-    """A plain int/float, the type a compiled kernel's result has."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-_LENGTH = re.compile(r"(%[-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|z|j|t)")
-
-
-def c_format(fmt: str, args) -> str:
-    return _LENGTH.sub(r"\1", fmt) % tuple(args)
+    return (python_scalar(total),)

@@ -146,7 +146,7 @@ def _packer(pack, spec: KernelSpec, device_writes: tuple | None, name: str, fuse
 
     Slots: the policy bounds, then per parameter its value, or a View's pointer and extents (and
     strides when it is not C-contiguous) -- the layout ``codegen.kernel`` unpacks. Integer slots are
-    int64: a value outside the parameter's type is reported by name (``_out_of_range``), not packed.
+    int64: a value outside the parameter's type is reported by name (``argument_range_error``), not packed.
     """
     parts = ["*bounds"]
     for i, (_, t) in enumerate(spec.params):
@@ -164,7 +164,7 @@ def _packer(pack, spec: KernelSpec, device_writes: tuple | None, name: str, fuse
             f"    except (struct.error, OverflowError) as exc:\n"
             f"        raise out_of_range(bounds, args) or exc\n")
     namespace = {"pack": pack, "dptr": device.device_pointer, "fit": _fit, "struct": struct,
-                 "out_of_range": lambda bounds, args: _out_of_range(spec, name, fused, bounds, args)}
+                 "out_of_range": lambda bounds, args: argument_range_error(spec, name, fused, bounds, args)}
     exec(text, namespace)  # noqa: S102 - our own text
     return namespace["pack_arguments"]
 
@@ -181,7 +181,8 @@ def _fit(value: int, low: int, high: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _out_of_range(spec: KernelSpec, name: str, fused: bool, bounds: tuple, args: tuple) -> ArgumentError | None:
+def argument_range_error(spec: KernelSpec, name: str, fused: bool, bounds: tuple,
+                         args: tuple) -> ArgumentError | None:
     """The error naming the first policy bound or integer argument that does not fit its type."""
     low, high = _limits(DType.int64)
     what = f"{'fused kernel' if fused else 'workunit'} '{name}'"

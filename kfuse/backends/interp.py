@@ -1,0 +1,92 @@
+"""What the two interpreters of kernels share: the Debug space (the user's own function, runtime/debug.py)
+and the python backend (the normalised kernel AST, backends/python.py) both run one thread index at a time
+over NumPy memory, check every View index, give teams one thread, and print like C printf.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+
+class IndexFault(IndexError):
+    """An index outside ``0 <= i < extent``; ``fields`` are KernelIndexError's."""
+
+    def __init__(self, view: str, dim: int, index: int, extent: int):
+        super().__init__(view, dim, index, extent)
+        self.fields = dict(view=view, dim=dim, index=index, extent=extent)
+
+
+class DebugArray(np.ndarray):
+    """A NumPy array that also answers the View methods kernels use, and checks every index."""
+
+    view_name = "?"  # the parameter it was passed as
+    first_dim = 0  # a row A[i] of a 2-D View starts at dimension 1
+
+    def extent(self, dim: int) -> int:
+        return self.shape[dim]
+
+    def rank(self) -> int:
+        return self.ndim
+
+    def _check(self, key) -> int:
+        """Raise for an integer index outside 0 <= i < extent; returns how many dimensions ``key`` indexes."""
+        indices = key if isinstance(key, tuple) else (key,)
+        for d, i in enumerate(indices[:self.ndim]):
+            if isinstance(i, (int, np.integer)) and not 0 <= i < self.shape[d]:
+                raise IndexFault(self.view_name, self.first_dim + d, int(i), self.shape[d])
+        return len(indices)
+
+    def __getitem__(self, key):
+        used = self._check(key)
+        item = super().__getitem__(key)
+        if isinstance(item, DebugArray):
+            item.view_name, item.first_dim = self.view_name, self.first_dim + used
+        return item
+
+    def __setitem__(self, key, value):
+        self._check(key)
+        super().__setitem__(key, value)
+
+
+def debug_view(view, name: str) -> DebugArray:
+    """The memory of a View argument (no copy), checking its indices and naming itself ``name`` in faults."""
+    array = view._array.view(DebugArray)
+    array.view_name = name
+    return array
+
+
+class DebugTeamMember:
+    """A team of one thread (a legal Kokkos team size), so barriers are trivially satisfied."""
+
+    def __init__(self, league_rank: int, league_size: int):
+        self._league_rank = league_rank
+        self._league_size = league_size
+
+    def league_rank(self):
+        return self._league_rank
+
+    def league_size(self):
+        return self._league_size
+
+    def team_rank(self):
+        return 0
+
+    def team_size(self):
+        return 1
+
+    def team_barrier(self):
+        pass
+
+
+def python_scalar(value):
+    """A plain int/float, the type a compiled kernel's result has."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+_LENGTH = re.compile(r"(%[-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|z|j|t)")
+
+
+def c_format(fmt: str, args) -> str:
+    """C printf's ``fmt % args`` for the conversions kernels allow (length modifiers dropped)."""
+    return _LENGTH.sub(r"\1", fmt) % tuple(args)
