@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.access import analyse
-from ..ir.lower import lower
+from ..ir.lower import lowered
 from .normalize import KernelSource
 from .spec import KernelSpec
 
@@ -19,7 +19,7 @@ class ParamAccess:
 def summarize(src: KernelSource, spec: KernelSpec) -> dict:
     """Map each View parameter name to its ParamAccess."""
     result = {n: ParamAccess() for n, t in spec.params if t.is_view}
-    for access in analyse(lower(src, spec)).accesses:
+    for access in analyse(lowered(src, spec)).accesses:
         summary = result[access.view]
         summary.accesses.append(access)
         summary.read = summary.read or access.reads

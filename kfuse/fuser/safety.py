@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.access import analyse
-from ..ir.lower import lower
+from ..ir.lower import lowered
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _analyse(prepared) -> KernelPattern:
         return KernelPattern({}, "a TeamPolicy kernel (team threads share data)", frozenset())
     if spec.space == "Debug":
         return KernelPattern({}, "runs in the Debug space", frozenset())
-    found = analyse(lower(src, spec))
+    found = analyse(lowered(src, spec))
     threads = names[:spec.rank]
     if set(threads) & found.assigned:
         return KernelPattern({}, "the kernel reassigns its thread index", frozenset())

@@ -11,6 +11,7 @@ import ast
 from ..errors import KernelTypeError, UnsupportedSyntaxError
 from ..types import DType
 from . import nodes as ir
+from . import printf
 from . import typing as rules
 from .nodes import TEAM, Loc, ViewType
 from .pyast import flatten_subscript
@@ -53,7 +54,18 @@ def lower(source, spec) -> ir.Kernel:
     body = _Lowerer(source, source, helpers, scope, accumulators=set(acc_names))
     locals_, stmts = body.function_body(source.tree.body)
     return ir.Kernel(source.name, spec.op, spec.policy, threads, accs, flags, params, locals_, stmts,
-                     tuple(helpers.functions), loc=Loc(source.filename, source.tree.lineno))
+                     tuple(helpers.functions), tuple(body.first_helpers),
+                     loc=Loc(source.filename, source.tree.lineno))
+
+
+def lowered(source, spec) -> ir.Kernel:
+    """``lower(source, spec)``, once per source object and spec: the access analysis, the fuser's safety
+    proof and codegen share it (kept on the source, which is never changed once built)."""
+    cache = source.__dict__.setdefault("_kfuse_ir", {})
+    kernel = cache.get(spec)
+    if kernel is None:
+        kernel = cache[spec] = lower(source, spec)
+    return kernel
 
 
 class _Helpers:
@@ -66,6 +78,7 @@ class _Helpers:
         self._active: set = set()
 
     def instance(self, name: str, arg_types: tuple, node, caller, kernel) -> tuple:
+        """(index, return type) of the instance of ``name`` for ``arg_types``, lowered at its first call."""
         key = (name, arg_types)
         if key in self.instances:
             return self.instances[key]
@@ -80,7 +93,7 @@ class _Helpers:
         ret = rules.helper_return(src, body.return_types)
         self._active.discard(name)
         self.instances[key] = (len(self.functions), ret)
-        self.functions.append(ir.Function(name, tuple(typed), ret, locals_, stmts,
+        self.functions.append(ir.Function(name, tuple(typed), ret, locals_, stmts, tuple(body.first_helpers),
                                           loc=Loc(src.filename, src.tree.lineno)))
         return self.instances[key]
 
@@ -102,6 +115,8 @@ class _Lowerer:
         self.return_types: list = []
         self.loop_vars: set = set()
         self.inferring = False
+        self.first_helpers: list = []  # helper instances first called while typing the locals
+        self._tmp = 0  # numbers loops and nested reductions, as typing and then the statements meet them
         self._statements: list = []  # enclosing statements, innermost last
 
     # --- errors and locations -------------------------------------------------------------
@@ -119,8 +134,13 @@ class _Lowerer:
         line = getattr(node, "lineno", None) or next(
             (s.lineno for s in reversed(self._statements) if getattr(s, "lineno", None)), 0)
         if origin is not None and self.src is self.kernel:
-            return Loc(origin[1], line, origin[3])
+            return Loc(origin[1], line, origin[3], origin[0])
         return Loc(self.src.filename, line)
+
+    def user_view(self, node) -> str:
+        """A View's name as its workunit spells it (a fused member's own parameter name)."""
+        origin = getattr(node, "kf_origin", None)
+        return (origin[2] if origin else None) or ast.unparse(node)
 
     # --- bodies ----------------------------------------------------------------------------
     def function_body(self, stmts) -> tuple:
@@ -187,7 +207,8 @@ class _Lowerer:
         return [effect if isinstance(effect, (ir.Print, ir.Barrier)) else ir.Eval(effect, loc=self.loc(node))]
 
     def _target(self, target):
-        """(kind, name, indices, type) of an assignment target: a local/accumulator or a View element."""
+        """(kind, what, indices, type) of an assignment target: a local or accumulator (``what``: its name)
+        or a View element (``what``: its Load)."""
         if isinstance(target, ast.Name):
             sym = self.scope.get(target.id)
             if sym is None:
@@ -198,16 +219,17 @@ class _Lowerer:
         if isinstance(target, ast.Subscript):
             load = self.subscript(target)
             if isinstance(load, ir.Load):
-                return "store", load.view, load.indices, load.type
+                return "store", load, load.indices, load.type
         raise self.unsupported(f"assignment target '{ast.unparse(target)}'", target)
 
     def _assign(self, target, value, node, op=None):
-        kind, name, indices, t = self._target(target)
+        kind, what, indices, t = self._target(target)
         loc = self.loc(node)
         if kind == "store":
-            return ir.Store(name, indices, value, t, op, text=ast.unparse(target), loc=loc)
+            return ir.Store(what.view, indices, value, t, op, text=ast.unparse(target), user_view=what.user_view,
+                            loc=loc)
         cls = ir.Accumulate if kind == "acc" else ir.Assign
-        return cls(name, t, value, op, loc=loc)
+        return cls(what, t, value, op, loc=loc)
 
     def stmt_Assign(self, node):
         value = self.expr(node.value)
@@ -263,6 +285,8 @@ class _Lowerer:
         one = ir.Const(1, I64, loc=self.loc(it))
         start, stop, step = (ir.Const(0, I64, loc=self.loc(it)), args[0], one) if len(args) == 1 else \
             (args[0], args[1], args[2] if len(args) == 3 else one)
+        self._tmp += 1
+        tmp = self._tmp
         var = node.target.id
         scoped = not (var in self.scope and var not in self.loop_vars)
         saved = self.scope.get(var)
@@ -274,7 +298,7 @@ class _Lowerer:
                 del self.scope[var]
             else:
                 self.scope[var] = saved
-        return [ir.For(var, start, stop, step, body, scoped, loc=self.loc(node))]
+        return [ir.For(var, start, stop, step, body, scoped, len(args) == 3, tmp, loc=self.loc(node))]
 
     def stmt_FunctionDef(self, node):
         """A nested def inside a team workunit: the body of nested parallelism."""
@@ -294,7 +318,7 @@ class _Lowerer:
         if inner.return_types:
             raise self.unsupported("returning a value from a nested parallel body", node)
         self.scope[node.name] = ("lambda", (node, acc_type))
-        return [ir.Lambda(node.name, tuple(typed), locals_, body, loc=self.loc(node))]
+        return [ir.Lambda(node.name, tuple(typed), locals_, body, tuple(inner.first_helpers), loc=self.loc(node))]
 
     # --- expressions -----------------------------------------------------------------------
     def expr(self, node):
@@ -411,7 +435,8 @@ class _Lowerer:
             if not (isinstance(value.type, DType) and not value.type.is_float):
                 raise self.type_error(f"View index '{ast.unparse(i)}' is not an integer", i)
             index.append(value)
-        return ir.Load(view.id, tuple(index), t.dtype, text=ast.unparse(node), loc=self.loc(node))
+        return ir.Load(view.id, tuple(index), t.dtype, text=ast.unparse(node), user_view=self.user_view(base),
+                       loc=self.loc(node))
 
     def expr_Subscript(self, node):
         return self.subscript(node)
@@ -432,7 +457,10 @@ class _Lowerer:
         if isinstance(func, ast.Name):
             if func.id in self.src.helpers and func.id not in self.scope:
                 args = tuple(self.expr(a) for a in node.args)
+                known = len(self.helpers.functions)
                 index, ret = self.helpers.instance(func.id, tuple(a.type for a in args), node, self.src, self.kernel)
+                if self.inferring and index >= known:
+                    self.first_helpers.append(index)
                 return ir.HelperCall(func.id, index, args, ret, loc=self.loc(node))
             return self.call_builtin(func.id, node)
         raise self.unsupported(f"call to '{ast.unparse(func)}'", node)
@@ -450,7 +478,7 @@ class _Lowerer:
         loc = self.loc(node)
         if name in ("int", "float", "bool"):
             (value,) = self._scalar_args(node, 1)
-            return ir.Cast(value, {"int": I64, "float": F64, "bool": BOOL}[name], loc=loc)
+            return ir.Cast(value, {"int": I64, "float": F64, "bool": BOOL}[name], explicit=True, loc=loc)
         if name == "abs":
             (value,) = self._scalar_args(node, 1)
             return ir.Call("abs", (value,), rules.abs_type(value.type), loc=loc)
@@ -534,13 +562,28 @@ class _Lowerer:
                                   f"{t.dtype.name}", node)
         values = tuple(_convert(self.expr(a), t.dtype) for a in args[2:])
         return ir.Atomic(name, view.id, indices, values, rules.atomic_type(name, t.dtype), text=ast.unparse(node),
-                         loc=self.loc(node))
+                         user_view=self.user_view(args[0]), loc=self.loc(node))
 
     def call_printf(self, node):
         if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             raise self.type_error("pk.printf needs a constant format string first", node)
+        fmt = node.args[0].value
         args = tuple(self.expr(a) for a in node.args[1:])
-        return ir.Print(node.args[0].value, args, loc=self.loc(node))
+        try:
+            specs = printf.conversions(fmt)
+        except printf.FormatError as exc:
+            raise self.unsupported(str(exc), node, exc.hint) from None
+        if len(specs) != len(args):
+            raise self.type_error(f"pk.printf format has {len(specs)} conversions but {len(args)} arguments", node)
+        for m, arg in zip(specs, args):
+            conv = m.group(3)
+            if not isinstance(arg.type, DType):
+                raise self.type_error("pk.printf can only print scalars", node)
+            if conv in printf.INTEGER and arg.type.is_float:
+                raise self.type_error(f"printf '%{conv}' given a float", node)
+            if conv not in printf.INTEGER + printf.FLOAT:
+                raise self.type_error(f"printf conversion '%{conv}' is not supported in kernels", node)
+        return ir.Print(fmt, args, loc=self.loc(node))
 
     def call_nested(self, name, node, statement):
         if len(node.args) != 2:
@@ -563,8 +606,10 @@ class _Lowerer:
         if name == "parallel_scan" and not statement:
             raise self.unsupported("using the result of a nested parallel_scan", node,
                                    "call it as a statement; the body's last_pass writes the prefix sums")
-        t = (acc_type or F64) if name == "parallel_reduce" else None
-        return ir.Nested(name, rng.func.attr, team.id, bounds, fn.id, t, loc=self.loc(node))
+        if name != "parallel_reduce":
+            return ir.Nested(name, rng.func.attr, team.id, bounds, fn.id, None, loc=self.loc(node))
+        self._tmp += 1
+        return ir.Nested(name, rng.func.attr, team.id, bounds, fn.id, acc_type or F64, self._tmp, loc=self.loc(node))
 
 
 def _convert(value, t):

@@ -2,8 +2,12 @@
 
 Every expression carries its type (a ``DType``, a ``ViewType`` or ``TEAM``; ``None`` for a call that
 returns nothing). Locations and the user's spelling of an access are left out of equality, so two
-accesses written alike compare equal wherever they are. Implicit conversions are explicit ``Cast``
-nodes, placed where the C++ translator converts.
+accesses written alike compare equal wherever they are. Implicit conversions are ``Cast`` nodes,
+placed where the C++ converts; ``int(x)``, ``float(x)``, ``bool(x)`` are ``Cast`` nodes marked explicit.
+
+A few fields only fix how the C++ printer numbers things, so that its output does not depend on the
+order it walks the IR in: the temporaries of loops and nested reductions (``tmp``) and the helper
+instances a body's type inference called first (``first_helpers``).
 """
 from __future__ import annotations
 
@@ -14,11 +18,13 @@ from ..types import DType
 
 @dataclass(frozen=True)
 class Loc:
-    """File and line of a node; ``member`` is the call's position in a fused kernel (-1: not fused)."""
+    """File and line of a node; ``member`` is the call's position in a fused kernel (-1: not fused) and
+    ``unit`` that call's workunit."""
 
     file: str
     line: int
     member: int = -1
+    unit: str = ""
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" + (f" (member {self.member})" if self.member >= 0 else "")
@@ -68,12 +74,14 @@ class Name(Node):
 
 @dataclass(frozen=True)
 class Load(Node):
-    """One element of a View parameter, ``view[indices]``; ``text`` is the user's spelling."""
+    """One element of a View parameter, ``view[indices]``; ``text`` is the user's spelling, ``user_view``
+    the View's name in the user's workunit (a fused kernel renames it)."""
 
     view: str
     indices: tuple
     type: DType
     text: str = field(default="", compare=False)
+    user_view: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -117,8 +125,11 @@ class BoolOp(Node):
 
 @dataclass(frozen=True)
 class Cast(Node):
+    """``value`` converted to ``type``; ``explicit``: the user wrote it (``float(x)``), else a promotion."""
+
     value: object
     type: DType
+    explicit: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,7 @@ class Atomic(Node):
     args: tuple
     type: object
     text: str = field(default="", compare=False)
+    user_view: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -177,6 +189,7 @@ class Nested(Node):
     bounds: tuple
     body: str  # the Lambda's name
     type: object
+    tmp: int = field(default=0, compare=False)  # a reduction's temporary, numbered with its body's loops
 
 
 # --- statements ----------------------------------------------------------------------------------
@@ -210,6 +223,7 @@ class Store(Node):
     type: DType
     op: str | None = None
     text: str = field(default="", compare=False)
+    user_view: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -245,7 +259,8 @@ class While(Node):
 
 @dataclass(frozen=True)
 class For(Node):
-    """``for var in range(start, stop, step)``; ``scoped``: var lives only in the loop (else a hoisted local)."""
+    """``for var in range(start, stop, step)``; ``scoped``: var lives only in the loop (else a hoisted local);
+    ``strided``: range() was given a step, whose sign then decides the loop's test."""
 
     var: str
     start: object
@@ -253,6 +268,8 @@ class For(Node):
     step: object
     body: tuple
     scoped: bool = True
+    strided: bool = False
+    tmp: int = field(default=0, compare=False)  # its temporaries' number, unique in its body
 
 
 @dataclass(frozen=True)
@@ -278,6 +295,7 @@ class Lambda(Node):
     params: tuple  # (name, type)
     locals: tuple  # (name, DType), hoisted
     body: tuple
+    first_helpers: tuple = field(default=(), compare=False)
 
 
 # --- functions -----------------------------------------------------------------------------------
@@ -290,6 +308,7 @@ class Function(Node):
     ret: object
     locals: tuple
     body: tuple
+    first_helpers: tuple = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -298,7 +317,9 @@ class Kernel(Node):
 
     ``threads``: the thread indices (or the team handle); ``accs``: reduction/scan accumulators;
     ``flags``: the scan's last_pass; ``params``: user parameters; all (name, type). ``locals``: hoisted
-    locals, (name, DType); ``helpers``: the Functions its HelperCalls index.
+    locals, (name, DType); ``helpers``: the Functions its HelperCalls index, in the order their
+    bodies were lowered; ``first_helpers`` (also of Function and Lambda): the helper instances typing
+    the body's locals called first, before any of its statements.
     """
 
     name: str
@@ -311,6 +332,7 @@ class Kernel(Node):
     locals: tuple
     body: tuple
     helpers: tuple = ()
+    first_helpers: tuple = field(default=(), compare=False)
 
     @property
     def views(self) -> dict:

@@ -12,6 +12,8 @@ import ast
 
 from .. import config, context
 from ..errors import KfuseError
+from ..ir import verify as ir_verify
+from ..ir.lower import lowered
 from . import args, loops, memory, restrict
 from .ir import FusedKernel
 
@@ -45,7 +47,8 @@ def set_transforms(names) -> None:
 
 
 def verify(kernel: FusedKernel) -> None:
-    """Cheap structural checks between passes: parameters line up and every name read is defined."""
+    """Checks between passes: parameters line up, every name read is defined, and the kernel's IR keeps
+    its invariants (``kfuse.ir.verify``)."""
     spec = kernel.spec
     params = [a.arg for a in kernel.source.tree.args.args]
     user = params[len(params) - len(spec.params):]
@@ -60,6 +63,7 @@ def verify(kernel: FusedKernel) -> None:
                 and node.id not in kernel.source.helpers and node.id not in ("pk", "range", "int", "float", "bool",
                                                                              "abs", "min", "max", "len", "round"):
             raise AssertionError(f"name '{node.id}' is read but never defined")
+    ir_verify.verify(lowered(kernel.source, kernel.spec))
 
 
 def apply(kernel: FusedKernel, names: frozenset | None = None) -> tuple[FusedKernel, list]:
