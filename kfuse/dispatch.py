@@ -33,7 +33,7 @@ def _split(args: tuple):
 def _dispatch(op: str, args: tuple, kwargs: dict):
     policy, wu, positional = _split(args)
     if isinstance(policy, TeamThreadRange):  # nested parallelism of a team workunit in the Debug space
-        from .runtime.debug import run_nested
+        from .backends.debug import run_nested
 
         return run_nested(op, policy, wu)
     rt = context.current()

@@ -34,14 +34,42 @@ def _backend(name: str):
 
 
 @pytest.fixture(autouse=True)
-def kfuse_runtime(request):
-    """The runtime the test runs on: fresh (empty trace, caches, records and counters, tracing as
-    KFUSE_FUSION says), installed as the process's so threads the test starts use it too."""
+def kfuse_runtime(request, monkeypatch):
+    """The runtime the test runs on: fresh (eager, nothing pending, empty caches, records and counters, the
+    default transforms and space, whatever the environment says), installed as the process's so threads the
+    test starts use it too. Tests turn fusion on themselves; what they leave pending goes with their runtime."""
     from kfuse import context, engine
 
+    for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_TRANSFORMS"):
+        monkeypatch.delenv(name, raising=False)
     marker = request.node.get_closest_marker("backend")
     with context.installed(engine.Runtime(backend=_backend(marker.args[0] if marker else "kokkos"))) as runtime:
         yield runtime
+
+
+@pytest.fixture
+def break_builds(monkeypatch, kfuse_runtime):
+    """``break_builds(*workunits, message=...)``: on the test's backend, building a kernel of one of these
+    workunits (alone, or fused with others) fails as a compiler rejecting it would: a CompileError carrying
+    ``message``. Their earlier specialisations are forgotten, so no kernel built before is reused."""
+    from kfuse.errors import CompileError
+
+    backend = kfuse_runtime.backend
+    real = backend.render
+
+    def break_(*workunits, message="kfuse test breakage"):
+        names = [wu.__name__ for wu in workunits]
+        for wu in workunits:
+            wu.specializations.clear()
+            wu.__dict__.pop("_kfuse_plans", None)
+
+        def render(lowered, translated=None):
+            if any(name in lowered.name.split("__") for name in names):
+                raise CompileError(lowered.name, message, "(no log: a test broke this build)")
+            return real(lowered, translated)
+
+        monkeypatch.setattr(backend, "render", render)
+    return break_
 
 
 @pytest.fixture

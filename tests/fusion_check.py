@@ -6,15 +6,6 @@ import kfuse as pk
 from kfuse import context
 
 
-@pytest.fixture(autouse=True)
-def fusion_off(monkeypatch):
-    """Start eager whatever the environment says, and never leave tracing on for the next test."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
-
-
 def run_eager_and_fused(program):
     """``program()`` eagerly, then with fusion on; returns (eager result, fused result, fused stats, explain).
 

@@ -23,12 +23,9 @@ MODES = {"eager": EAGER, "traced": TRACED, "fused": FUSED}
 
 
 @pytest.fixture(autouse=True)
-def tracing_off(monkeypatch):
-    """Import into a test module: its tests start and end with tracing off and nothing pending (kfuse.check
-    runs turn tracing on themselves), whatever the environment says."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    monkeypatch.delenv("KFUSE_MAX_TRACE", raising=False)
-    pk.disable_fusion()
+def runs_clean_up():
+    """Import into a test module: kfuse.check runs turn tracing on themselves, and must leave it off with
+    nothing pending."""
     yield
     assert not pk.fusion_enabled()
     assert len(context.current().trace) == 0

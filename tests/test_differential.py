@@ -23,7 +23,9 @@ from kfuse.check import __main__ as cli
 from kfuse.check.program import AUTO_TEAM, HUGE_TEAM, from_json, to_json, validate, without
 from kfuse.check.runner import ERROR, LAUNCH_SITE
 from programs import (Call, Export, Read, Realloc, UseResult, Write, assert_case_agrees, random_cases,
-                      tracing_off)  # noqa: F401 - tracing_off is autouse
+                      runs_clean_up)  # noqa: F401 - runs_clean_up is autouse
+
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
 
 CASES = {
@@ -167,6 +169,7 @@ FORK_SCRIPT = """
 """
 
 
+@pytest.mark.backend("kokkos")  # a child process on the default backend
 def test_fork_after_kernels_ran_child_computes_what_the_parent_does(tmp_path):
     proc = _python(FORK_SCRIPT, str(tmp_path / "child.bin"))
     assert proc.returncode == 0 and proc.stdout.strip() == "same", proc.stdout + proc.stderr
@@ -182,6 +185,7 @@ pk.parallel_for(pk.TeamPolicy(32, 100000), k_team_scale, alpha=0.5, x=x, m=m)
 """
 
 
+@pytest.mark.backend("kokkos")  # a child process on the default backend
 def test_pending_failure_at_exit_fails_the_process():
     proc = _python(EXIT_SCRIPT)
     assert proc.returncode != 0, proc.stderr
@@ -277,6 +281,7 @@ def test_shrink_keeps_only_what_the_failure_needs():
     assert small == Case.of([Call("broken", ("c", "d"))])
 
 
+@pytest.mark.backend("kokkos")  # a child process on the default backend
 def test_command_line_reports_counts(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kfuse.check", "--programs", "3", "--seed", "5"],
                           capture_output=True, text=True, timeout=600)

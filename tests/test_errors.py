@@ -9,6 +9,8 @@ import kfuse as pk
 from kfuse.compiler import cache, toolchain
 from kfuse.backends import kokkos
 
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
+
 
 def line_of(wu, text: str) -> int:
     """Absolute line number of the first line of ``wu``'s body containing ``text``."""
@@ -197,6 +199,7 @@ def will_break(i, x):
     x[i] = 7.0 * i
 
 
+@pytest.mark.backend("kokkos")  # the C++ compiler's own errors
 def test_compile_error_reports_first_errors_and_log_and_leaves_no_cache_entry(monkeypatch):
     real_generate = kokkos.generate
     broken_sources = []
@@ -233,6 +236,7 @@ def team_noop(team: pk.TeamMember, x):
     x[team.league_rank()] = 1.0
 
 
+@pytest.mark.backend("kokkos")  # Kokkos refuses the team size
 def test_too_large_team_size_raises_launch_error_instead_of_aborting():
     x = np.zeros(2)
     with pytest.raises(pk.LaunchError, match="team_size 100000 is larger than"):

@@ -26,15 +26,6 @@ babelstream, gups, nstream, transpose = (load(n) for n in ("babelstream", "gups"
 MODES = pytest.mark.parametrize("fusion", [False, True], ids=["eager", "fusion"])
 
 
-@pytest.fixture(autouse=True)
-def eager_by_default(monkeypatch):
-    """Eager unless a test turns fusion on, whatever KFUSE_FUSION says; never leave tracing on."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
-
-
 def traced_during(fn, fusion: bool, calls: int):
     """fn's result, after checking that the tracer logged all ``calls`` kernel calls with fusion, none without."""
     before = pk.stats()["ops_traced"]

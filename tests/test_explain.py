@@ -7,16 +7,10 @@ import pytest
 import kfuse as pk
 from kfuse import context
 
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
+
 N = 32
 FLUSH = re.compile(r"flush #(\d+): (\d+) call\(s\) -> (\d+) kernel launch\(es\)(.*); analysis (\d+\.\d{3}) ms(.*)")
-
-
-@pytest.fixture(autouse=True)
-def fusion_off(monkeypatch):
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
 
 
 @pk.workunit

@@ -13,7 +13,9 @@ import kfuse as pk
 import programs as progs
 from kfuse.compiler import cache
 from kfuse import context
-from fusion_check import assert_same, fusion_off, run_eager_and_fused, view_of  # noqa: F401 - fusion_off is autouse
+from fusion_check import assert_same, run_eager_and_fused, view_of
+
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
 N = 64
 
@@ -397,6 +399,7 @@ def relax_mix(i: int, u: pk.View1D[pk.double], un: pk.View1D[pk.double]):
     u[i] = 0.5 * (u[i] + un[i])
 
 
+@pytest.mark.backend("kokkos")  # counts compiles and cache hits
 def test_time_step_loop_compiles_the_fused_kernel_once_and_caches_the_plan():
     steps = 20
     loads: list = []
@@ -475,6 +478,7 @@ def test_long_fused_names_are_shortened_with_a_hash():
     assert re.fullmatch(re.escape(prefix) + "[0-9a-f]{8}", name), name
 
 
+@pytest.mark.backend("kokkos")  # the C++ of compiled kernels
 def test_dump_dir_gets_the_cpp_of_every_kernel_named_after_it(tmp_path, monkeypatch):
     # Workunits made here are new to this process, so their kernels are loaded (and dumped) now.
     @pk.workunit
@@ -559,6 +563,7 @@ print("ok")
 """
 
 
+@pytest.mark.backend("kokkos")  # the compiled-kernel store across processes
 def test_fused_kernels_are_remembered_across_processes(tmp_path):
     import subprocess
     import sys

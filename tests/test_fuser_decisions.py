@@ -4,9 +4,12 @@ Each test runs a pair of calls eagerly and with fusion on, compares the results 
 no fused kernel ran, and that the explanation names the reason.
 """
 import numpy as np
+import pytest
 
 import kfuse as pk
-from fusion_check import assert_same, fusion_off, run_eager_and_fused, view_of  # noqa: F401 - fusion_off is autouse
+from fusion_check import assert_same, run_eager_and_fused, view_of
+
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
 N = 48
 

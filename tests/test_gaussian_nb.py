@@ -17,15 +17,6 @@ _spec.loader.exec_module(gnb)
 MODES = pytest.mark.parametrize("fusion", [False, True], ids=["eager", "fusion"])
 
 
-@pytest.fixture(autouse=True)
-def eager_by_default(monkeypatch):
-    """Eager unless a test turns fusion on, whatever KFUSE_FUSION says; never leave tracing on."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
-
-
 def unequal_classes(seed=3):
     """Four classes of very different sizes, labels that are not 0..k-1, features on different scales."""
     rng = np.random.default_rng(seed)

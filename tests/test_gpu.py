@@ -22,13 +22,6 @@ def axpy(i, a, x, y):
     y[i] = a * x[i] + y[i]
 
 
-@pytest.fixture(autouse=True)
-def _eager():
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
-
-
 def test_view_data_moves_only_when_the_other_side_needs_it():
     x, y = pk.View(N), pk.View(N)
     x[:] = np.arange(N)

@@ -6,7 +6,6 @@ same bit for bit: memory the host reaches past kfuse's barriers (NumPy arrays pa
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import subprocess
@@ -18,8 +17,9 @@ import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse.backends import kokkos
 from kfuse import context
+
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
 N = 64
 X0 = np.linspace(-1.0, 2.0, N)
@@ -48,19 +48,6 @@ def w_bad_affine(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
 @pk.workunit
 def w_div(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double], d: int):
     y[i] = x[i] + 7 // d
-
-
-@pytest.fixture(autouse=True)
-def _tracing_off(monkeypatch):
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    monkeypatch.delenv("KFUSE_MAX_TRACE", raising=False)
-    pk.disable_fusion()
-    yield
-    try:
-        pk.disable_fusion()
-    except pk.DeferredError:
-        pass
-    assert len(context.current().trace) == 0
 
 
 def observe(program) -> tuple:
@@ -195,22 +182,9 @@ def test_a_kernel_writing_a_held_array_runs_at_once_even_if_read_only_elsewhere(
 
 # --- failures ----------------------------------------------------------------------------------------
 @pytest.fixture
-def broken(monkeypatch):
-    """w_bad_affine's C++ is rejected by the compiler (it is never compiled intact)."""
-    real = kokkos.generate
-
-    def generate(src, spec, name, restrict=frozenset()):
-        gen = real(src, spec, name, restrict)
-        if name == "w_bad_affine":
-            gen = dataclasses.replace(gen, source=gen.source + '\nstatic_assert(false, "test breakage");\n')
-        return gen
-
-    monkeypatch.setattr(kokkos, "generate", generate)
-    w_bad_affine.specializations.clear()
-    w_bad_affine.__dict__.pop("_kfuse_plans", None)
-    yield
-    w_bad_affine.specializations.clear()
-    w_bad_affine.__dict__.pop("_kfuse_plans", None)
+def broken(break_builds):
+    """w_bad_affine never builds, alone or fused (as a compiler rejecting its code would)."""
+    break_builds(w_bad_affine, message="test breakage")
 
 
 def test_a_failing_call_loses_only_what_depends_on_it(broken):
@@ -234,17 +208,7 @@ def test_a_failing_call_loses_only_what_depends_on_it(broken):
         d.copy()  # d stays lost
 
 
-def test_a_failing_member_of_a_fused_group_is_named_and_the_others_run(broken, monkeypatch):
-    real = kokkos.generate
-
-    def broken_fused(source, spec, name, restrict=frozenset()):  # the fused kernel fails to compile too
-        gen = real(source, spec, name, restrict)
-        if "__" in name:  # fused kernels are named after their members: w_affine__w_bad_affine__w_affine
-            gen = dataclasses.replace(gen, source=gen.source + '\nstatic_assert(false, "fused breakage");\n')
-        return gen
-
-    monkeypatch.setattr(kokkos, "generate", broken_fused)
-    monkeypatch.setattr(kokkos.KOKKOS, "stored", lambda digest: None)  # not an earlier run's intact kernel
+def test_a_failing_member_of_a_fused_group_is_named_and_the_others_run(broken):
     pk.enable_fusion()
     a, b, c, e = pk.View(N), pk.View(N), pk.View(N), pk.View(N)
     a[:] = X0

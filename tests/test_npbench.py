@@ -20,15 +20,6 @@ from examples.npbench import adi, covariance, fdtd_2d, jacobi_1d, mvt, syr2k, sy
 MODES = pytest.mark.parametrize("fused", [False, True], ids=["eager", "fused"])
 
 
-@pytest.fixture(autouse=True)
-def fusion_off(monkeypatch):
-    """Eager unless a test opens ``pk.fusion()``, whatever the environment says."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
-
-
 def run(module, fused: bool, inputs: dict):
     """The subject's outputs (a tuple), inputs untouched; in fused mode every call must have been traced."""
     before = {k: v.copy() for k, v in inputs.items() if isinstance(v, np.ndarray)}

@@ -6,21 +6,14 @@ import pytest
 
 import kfuse as pk
 
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
+
 RNG = np.random.default_rng(42)
 A1 = RNG.standard_normal(257)
 B1 = RNG.standard_normal(257)
 POS1 = RNG.uniform(0.5, 2.0, 257)
 A2 = RNG.standard_normal((13, 11))
 B2 = RNG.standard_normal((13, 11))
-
-
-@pytest.fixture(autouse=True)
-def eager_by_default(monkeypatch):
-    """Eager unless a test turns fusion on, whatever KFUSE_FUSION says; never leave tracing on."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
 
 
 def close(got, want, rtol=1e-13, atol=0.0):

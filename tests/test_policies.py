@@ -5,6 +5,8 @@ import pytest
 import kfuse as pk
 from kfuse.runtime import kokkos_runtime
 
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
+
 
 # --- parallel_reduce ------------------------------------------------------------------------------
 @pk.workunit
@@ -135,6 +137,7 @@ def team_shift(team: pk.TeamMember, src, tmp, out, ids):
     ids[r][team.team_rank()][2] = team.team_size()
 
 
+@pytest.mark.backend("kokkos")  # teams of several threads
 def test_team_nested_reduce():
     rng = np.random.default_rng(5)
     A = rng.uniform(size=(13, 40))
@@ -145,6 +148,7 @@ def test_team_nested_reduce():
     np.testing.assert_allclose(y[1::2], A[:, :2] @ x[:2], rtol=1e-12)
 
 
+@pytest.mark.backend("kokkos")  # teams of several threads
 def test_team_nested_for_barrier_and_ranks():
     ts = team_size()
     src = np.arange(7 * 33, dtype=np.float64).reshape(7, 33)
@@ -182,6 +186,7 @@ def team_rows(team: pk.TeamMember, acc: pk.Acc[pk.int64], x, prefix, doubled):
 
 
 @pytest.mark.parametrize("space", [pk.OpenMP, pk.Debug])
+@pytest.mark.backend("kokkos")  # teams of several threads
 def test_team_reduce_with_nested_scan_vector_range_and_int_reduce(space):
     x = np.random.default_rng(6).uniform(size=(9, 21))
     prefix = np.zeros_like(x)

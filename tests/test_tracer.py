@@ -4,7 +4,6 @@ errors, and the stats counters. Results are checked against NumPy references or 
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 import operator
@@ -16,20 +15,12 @@ import kfuse as pk
 from kfuse import context
 from programs import N, k_axpy, k_dot, k_scale, k_scan, k_sin, k_stencil
 
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
+
 
 
 def _tracer():
     return context.current()
-
-
-@pytest.fixture(autouse=True)
-def _tracing_off(monkeypatch):
-    """Every test starts and ends with tracing off, nothing pending, and the program in charge of fusion."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    monkeypatch.delenv("KFUSE_MAX_TRACE", raising=False)
-    pk.disable_fusion()
-    yield
-    pk.disable_fusion()
 
 
 @pytest.fixture(params=["traced", "fused"])
@@ -553,21 +544,9 @@ def k_broken_reduce(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
 
 
 @pytest.fixture
-def broken_codegen(monkeypatch):
-    """Generated C++ for the k_broken* workunits that the compiler rejects (they are never compiled intact)."""
-    from kfuse.backends import kokkos
-
-    real = kokkos.generate
-
-    def generate(src, spec, name, *restrict):
-        gen = real(src, spec, name, *restrict)
-        if name.startswith("k_broken"):
-            gen = dataclasses.replace(gen, source=gen.source + "\nstatic_assert(false, \"kfuse test breakage\");\n")
-        return gen
-
-    monkeypatch.setattr(kokkos, "generate", generate)
-    for wu in (k_broken, k_broken_reduce):
-        wu.specializations.clear()
+def broken_codegen(break_builds):
+    """The k_broken* workunits never build (their kernels fail as a compiler rejecting them would)."""
+    break_builds(k_broken, k_broken_reduce)
 
 
 def _line_after() -> int:
@@ -617,6 +596,7 @@ def test_disable_fusion_turns_off_even_if_flush_fails(traced_only, broken_codege
 
 
 # --- stats ------------------------------------------------------------------------------------------
+@pytest.mark.backend("kokkos")  # counts compiles and cache hits
 def test_stats_counters_and_reset(traced_only):
     @pk.workunit
     def k_probe(i: int, x: pk.View1D[pk.double]):

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from programs import (MODES, READS, USES, WRITES, Call, Read, Realloc, UseResult, Write, assert_same, run_program,
-                      tracing_off)  # noqa: F401 - tracing_off is autouse
+                      runs_clean_up)  # noqa: F401 - runs_clean_up is autouse
+
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
 OTHER_MODES = [m for m in MODES if m != "eager"]
 

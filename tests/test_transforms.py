@@ -22,8 +22,9 @@ from kfuse.transforms import manager
 from kfuse.transforms import memory as memory_pass
 from kfuse.transforms import restrict as restrict_pass
 from kfuse.errors import KfuseError
-from transform_check import (  # noqa: F401 - _eager_and_default_transforms is an autouse fixture
-    _eager_and_default_transforms, add, assert_launch_matches_eager, call, check_pass, fused, mul, transformed)
+from transform_check import (add, assert_launch_matches_eager, call, check_pass, fused, mul, transformed)
+
+pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
 T, N = 6, 5  # threads (rows) and columns of the 2-D arrays
 W = 4  # a module constant: normalisation inlines it, so loops over range(W) match without argument fusion

@@ -14,8 +14,7 @@ import numpy as np
 import kfuse as pk
 from kfuse.codegen.kernel import generate
 from kfuse.transforms import manager
-from transform_check import (  # noqa: F401 - _eager_and_default_transforms is an autouse fixture
-    _eager_and_default_transforms, add, assert_launch_matches_eager, call, fused, mul, transformed)
+from transform_check import (add, assert_launch_matches_eager, call, fused, mul, transformed)
 
 T, N = 8, 6
 S = 1.5

@@ -39,18 +39,6 @@ def mul(tid: int, N: int, A: pk.View2D[pk.double], B: pk.View2D[pk.double], C: p
 
 
 # --- building and running fused kernels ------------------------------------------------------------------
-@pytest.fixture(autouse=True)
-def _eager_and_default_transforms(monkeypatch):
-    """Each transform test starts eager with the default transforms, and leaves them so (imported by the tests)."""
-    monkeypatch.delenv("KFUSE_FUSION", raising=False)
-    monkeypatch.delenv("KFUSE_TRANSFORMS", raising=False)
-    pk.disable_fusion()
-    pk.set_transforms(None)
-    yield
-    pk.disable_fusion()
-    pk.set_transforms(None)
-
-
 def call(wu, policy, /, **kwargs):
     """One ``parallel_for`` call, prepared (specialised) but not run."""
     return prepare(wu, "for", policy, (), kwargs)

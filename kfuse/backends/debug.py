@@ -1,13 +1,250 @@
-"""The Debug space's backend: the user's own Python function, run one thread index at a time
-(kfuse/runtime/debug.py), so print() and pdb work inside kernels. Calls in this space are never fused."""
+"""The Debug space's backend: run the user's own workunit in the Python interpreter, one thread index at a time
+(calls in this space are never fused).
+
+Useful to debug kernel logic with print() and pdb, and as a second, independent semantics for tests.
+Teams run with one thread each (team_size() == 1), which is a legal Kokkos team size, so barriers are
+trivially satisfied.
+
+Faults behave as in compiled kernels: every View index is checked (a negative index is an error, not
+NumPy's wrap-around), integer ``//`` and ``%`` by zero raise where NumPy integers would give 0, and a
+float divided by zero is inf or nan (IEEE) also for Python scalars. For that the workunit runs as a
+rewritten copy whose ``/``, ``//`` and ``%`` go through the checks below (same file and lines, so pdb
+and tracebacks still point at the user's source).
+"""
 from __future__ import annotations
 
+import ast
+import copy
+import itertools
+import operator
 import time
+import types
 from types import SimpleNamespace
+from pathlib import Path
 
-from ..policies import MDRangePolicy, RangePolicy, TeamPolicy
-from ..runtime.debug import run_debug
+import numpy as np
+
+from .interp import DebugTeamMember, IndexFault, debug_view, python_scalar
+from ..errors import KernelIndexError, KernelZeroDivisionError
+from ..frontend.workunit import Function
+from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange
 from .base import Backend, Kernel, Lowered
+
+
+class _DivisionFault(ZeroDivisionError):
+    def __init__(self, dividend: int, divisor: int, operator_: str):
+        super().__init__(dividend, divisor, operator_)
+        self.fields = dict(dividend=dividend, divisor=divisor, operator=operator_)
+
+
+class _Acc:
+    """Accumulator: ``acc += x`` mutates it in place (Python rebinds ``acc`` to the same object)."""
+
+    def __init__(self, value=0):
+        self.v = value
+
+    def __iadd__(self, x):
+        self.v += x.v if isinstance(x, _Acc) else x
+        return self
+
+    def __isub__(self, x):
+        self.v -= x.v if isinstance(x, _Acc) else x
+        return self
+
+    def __float__(self):
+        return float(self.v)
+
+    def __int__(self):
+        return int(self.v)
+
+    def __index__(self):
+        return int(self.v)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.v, dtype=dtype)
+
+    def __bool__(self):
+        return bool(self.v)
+
+
+def _operator(op, reflected=False):
+    def method(self, other):
+        other = other.v if isinstance(other, _Acc) else other
+        return op(other, self.v) if reflected else op(self.v, other)
+    return method
+
+
+# Reading the accumulator in an expression (``out[i] = acc / n``, ``if acc > 0``) uses its current value.
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(_Acc, f"__{_name}__", _operator(getattr(operator, _name)))
+    if _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+        setattr(_Acc, f"__r{_name}__", _operator(getattr(operator, _name), reflected=True))
+for _name in ("neg", "pos", "abs"):
+    setattr(_Acc, f"__{_name}__", lambda self, _op=getattr(operator, _name): _op(self.v))
+
+
+def run_nested(op: str, rng: TeamThreadRange, fn):
+    """Nested TeamThreadRange/ThreadVectorRange with one thread per team: a plain loop."""
+    if op == "for":
+        for j in rng.range():
+            fn(j)
+        return None
+    acc = _Acc(0)
+    for j in rng.range():
+        if op == "reduce":
+            acc = fn(j, acc) or acc
+        else:
+            fn(j, acc, True)
+    return acc.v
+
+
+def _is_integer(x) -> bool:
+    return isinstance(x, (int, np.integer, np.bool_))
+
+
+_INT64_MIN = np.iinfo(np.int64).min
+
+
+def _divide(a, b, op: str):
+    """``a op b`` as a compiled kernel computes it: an integer zero divisor is a fault, and so is
+    INT64_MIN // -1 (compiled kernels compute integers in 64 bits, and C++ traps on it); a float zero divisor
+    gives inf or nan."""
+    a = a.v if isinstance(a, _Acc) else a
+    b = b.v if isinstance(b, _Acc) else b
+    integers = _is_integer(a) and _is_integer(b) and op != "/"
+    if b == 0:
+        if integers:
+            raise _DivisionFault(int(a), 0, op)
+        with np.errstate(all="ignore"):
+            return {"/": np.true_divide, "//": np.floor_divide, "%": np.remainder}[op](a, b)
+    if integers and op == "//" and b == -1 and a == _INT64_MIN:
+        raise _DivisionFault(int(a), -1, op)
+    return {"/": operator.truediv, "//": operator.floordiv, "%": operator.mod}[op](a, b)
+
+
+_CHECKED_OPS = {ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+class _CheckDivisions(ast.NodeTransformer):
+    """``a / b``, ``a // b``, ``a % b`` (and their augmented forms) become ``_kf_divide(a, b, op)``."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if type(node.op) not in _CHECKED_OPS:
+            return node
+        call = ast.Call(func=ast.Name(id="_kf_divide", ctx=ast.Load()),
+                        args=[node.left, node.right, ast.Constant(_CHECKED_OPS[type(node.op)])], keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if type(node.op) not in _CHECKED_OPS:
+            return node
+        load = copy.deepcopy(node.target)
+        for n in ast.walk(load):
+            if hasattr(n, "ctx"):
+                n.ctx = ast.Load()
+        value = self.visit_BinOp(ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node))
+        return ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
+
+
+def _checked(parsed, made: dict):
+    """The function of ``parsed`` with checked divisions, seeing the original's live globals and closure.
+    @pk.function helpers it calls are replaced by their checked versions (``made`` memoises them)."""
+    if parsed.uid in made:
+        return made[parsed.uid]
+    tree = _CheckDivisions().visit(copy.deepcopy(parsed.tree))
+    fn = parsed.fn
+    helpers = {n.id: parsed.namespace[n.id] for n in ast.walk(tree) if isinstance(n, ast.Name)
+               and isinstance(parsed.namespace.get(n.id), Function)}
+    supplied = {"_kf_divide": _divide}
+    made[parsed.uid] = None  # a helper calling itself keeps the unchecked original below
+    supplied.update({name: _checked(h.parsed, made) or h.fn for name, h in helpers.items()})
+    # Compile inside an outer function whose parameters are the original's free variables plus the
+    # names supplied here: the inner function's closure then takes the original cells and new ones.
+    outer_params = list(fn.__code__.co_freevars) + [n for n in supplied if n not in fn.__code__.co_freevars]
+    outer = ast.FunctionDef(name="_kf_outer", args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=p) for p in outer_params], vararg=None, kwonlyargs=[], kw_defaults=[],
+        kwarg=None, defaults=[]), body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None, lineno=1, col_offset=0)
+    module = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
+    outer_code = compile(module, parsed.filename, "exec").co_consts[0]
+    code = next(c for c in outer_code.co_consts if isinstance(c, types.CodeType) and c.co_name == tree.name)
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(types.CellType(supplied[n]) if n in supplied else cells[n] for n in code.co_freevars)
+    made[parsed.uid] = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    return made[parsed.uid]
+
+
+def _checked_workunit(wu):
+    fn = wu.__dict__.get("_debug_checked")
+    if fn is None:
+        fn = wu.__dict__["_debug_checked"] = _checked(wu.parsed, {})
+    return fn
+
+
+_KFUSE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _codes(code: types.CodeType) -> set:
+    """A function's code and that of the functions nested in it."""
+    nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return {code}.union(*(_codes(c) for c in nested))
+
+
+def _as_kernel_fault(fault, wu):
+    """The exception a compiled kernel raises for the same fault, at the innermost frame of kernel code
+    (the workunit, its nested defs or a @pk.function; not kfuse's own Python versions of pk.atomic_*)."""
+    own = _codes(_checked_workunit(wu).__code__)
+    tb, frame = fault.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code in own or not Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_KFUSE_DIR):
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    code = frame.f_code if frame is not None else wu.fn.__code__
+    where = dict(workunit=wu.__name__, filename=code.co_filename,
+                 lineno=frame.f_lineno if frame is not None else code.co_firstlineno,
+                 function=None if code in own else code.co_name)
+    cls = KernelIndexError if isinstance(fault, IndexFault) else KernelZeroDivisionError
+    return cls(**fault.fields, **where)
+
+
+def run_debug(call, args):
+    try:
+        return _run_debug(call, args)
+    except (IndexFault, _DivisionFault) as fault:
+        raise _as_kernel_fault(fault, call.prepared.workunit) from None
+
+
+def _run_debug(call, args):
+    spec = call.prepared.spec
+    fn = _checked_workunit(call.prepared.workunit)
+    args = [debug_view(a, name) if t.is_view else a for a, (name, t) in zip(args, spec.params)]
+    policy = call.policy
+    if isinstance(policy, RangePolicy):
+        points = ((i,) for i in range(policy.begin, policy.end))
+    elif isinstance(policy, MDRangePolicy):
+        points = itertools.product(*(range(b, e) for b, e in policy.bounds))
+    else:
+        points = ((DebugTeamMember(r, policy.league_size),) for r in range(policy.league_size))
+    kwargs = {name: a for (name, _), a in zip(spec.params, args)}
+    if spec.op == "for":
+        for p in points:
+            fn(*p, **kwargs)
+        return ()
+    acc = _Acc(spec.accs[0].np.type(0))
+    if spec.op == "reduce":
+        for p in points:
+            fn(*p, acc, **kwargs)
+        return (python_scalar(acc.v),)
+    points = list(points)
+    for p in points:  # scan: a first pass accumulates, a second pass with last_pass=True writes
+        fn(*p, acc, False, **kwargs)
+    total = acc.v
+    acc = _Acc(spec.accs[0].np.type(0))
+    for p in points:
+        fn(*p, acc, True, **kwargs)
+    return (python_scalar(total),)
 
 
 class DebugKernel(Kernel):
