@@ -34,6 +34,16 @@ def _whole(index) -> bool:
     return full(index) or (type(index) is tuple and all(full(i) for i in index))
 
 
+def storage_key(view) -> tuple:
+    """Views with equal keys address exactly the same elements (the same memory, read the same way)."""
+    return (view.ptr, view.shape, view.strides, view.dtype)
+
+
+def overlaps(a, b) -> bool:
+    """Whether two Views share a byte of memory."""
+    return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
+
+
 class View:
     """An array usable from Python (like NumPy) and from kernels.
 

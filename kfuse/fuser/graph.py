@@ -15,6 +15,7 @@ import hashlib
 import itertools
 from dataclasses import dataclass, field
 
+from ..views import storage_key
 from .safety import KernelPattern, pattern_of
 
 _uids = itertools.count(1)
@@ -90,7 +91,7 @@ def of(calls) -> Graph:
         views, offsets = [], []
         for (name, t), value in zip(prepared.spec.params, call.args):
             if t.is_view:
-                key = (value.ptr, value.shape, value.strides, value.dtype)
+                key = storage_key(value)
                 number = storages.get(key)
                 if number is None:
                     number = storages[key] = len(storages)

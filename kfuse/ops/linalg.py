@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..policies import MDRangePolicy
 from ..dispatch import parallel_for, parallel_reduce
-from ..views import View
+from ..views import View, overlaps
 from . import kernels as k
 from ._common import as_view, contiguous, flat, is_array, output, result_dtype, transposed
 from .elementwise import multiply
@@ -13,9 +13,9 @@ def _no_overlap(out, *inputs) -> None:
     """Each output element is a sum over many inputs, so writing into an input would corrupt later sums."""
     if out is None:
         return
-    lo, hi = as_view(out).bounds
+    out = as_view(out)
     for v in inputs:
-        if v.bounds[0] < hi and lo < v.bounds[1]:
+        if overlaps(out, v):
             raise ValueError("out= must not share memory with the inputs of matmul/dot/outer")
 
 

@@ -11,7 +11,8 @@ import copy
 from dataclasses import replace
 
 from ..ir.pyast import assigned_names
-from .ir import FusedKernel, PassResult, scalar_key, storage_key
+from ..views import storage_key
+from .ir import FusedKernel, PassResult, scalar_key
 
 
 def run(kernel: FusedKernel) -> PassResult:

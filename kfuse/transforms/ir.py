@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from ..frontend.normalize import KernelSource
 from ..frontend.spec import KernelSpec
+from ..views import overlaps, storage_key
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,6 @@ class PassResult:
     modified: bool
 
 
-def storage_key(view) -> tuple:
-    """Views with equal keys address exactly the same elements."""
-    return (view.ptr, view.shape, view.strides, view.dtype)
-
-
 def scalar_key(value) -> tuple:
     """Scalars with equal keys are the same argument. 0.0 and -0.0 compare equal but differ (1/x, copysign),
     so the sign is part of the key (fix, tests: argument fusion merged S=0.0 with S=-0.0)."""
@@ -53,10 +49,6 @@ def storage_classes(kernel: "FusedKernel") -> dict:
     """View parameter -> the first View parameter with the same storage (the same elements)."""
     first: dict = {}
     return {n: first.setdefault(storage_key(kernel.value(n)), n) for n, t in kernel.spec.params if t.is_view}
-
-
-def overlaps(a, b) -> bool:
-    return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
 
 
 def alias_classes(kernel: FusedKernel) -> dict:

@@ -12,7 +12,8 @@ import ast
 from dataclasses import replace
 
 from .. import spaces
-from .ir import FusedKernel, PassResult, overlaps
+from ..views import overlaps
+from .ir import FusedKernel, PassResult
 
 
 def run(kernel: FusedKernel) -> PassResult:
