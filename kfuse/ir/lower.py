@@ -127,8 +127,9 @@ class _Lowerer:
         return self.src.error(what, node, hint, cls=KernelTypeError)
 
     def loc(self, node) -> Loc:
-        """Where ``node`` is: a fused member's file and position (``kf_origin``), else this function's file."""
-        origin = getattr(node, "kf_origin", None)
+        """Where ``node`` is: a fused member's file and position (``kf_origin``, of the node or, for one a
+        transform made, of a node inside it or around it), else this function's file."""
+        origin = next((n.kf_origin for n in ast.walk(node) if hasattr(n, "kf_origin")), None)
         for stmt in reversed(self._statements):
             origin = origin or getattr(stmt, "kf_origin", None)
         line = getattr(node, "lineno", None) or next(
@@ -224,12 +225,11 @@ class _Lowerer:
 
     def _assign(self, target, value, node, op=None):
         kind, what, indices, t = self._target(target)
-        loc = self.loc(node)
-        if kind == "store":
+        if kind == "store":  # where the element is, as a load of it would be
             return ir.Store(what.view, indices, value, t, op, text=ast.unparse(target), user_view=what.user_view,
-                            loc=loc)
+                            loc=what.loc)
         cls = ir.Accumulate if kind == "acc" else ir.Assign
-        return cls(what, t, value, op, loc=loc)
+        return cls(what, t, value, op, loc=self.loc(node))
 
     def stmt_Assign(self, node):
         value = self.expr(node.value)
