@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..frontend.spec import ArgType
+from ..ir.nodes import ViewType
 from ..types import DType
 
 CXX_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t
@@ -28,15 +29,18 @@ def ident(name: str) -> str:
     return name
 
 
-def view_type(t: ArgType, memory_space: str = "KfMem") -> str:
+def view_type(t: ArgType | ViewType, memory_space: str = "KfMem") -> str:
     layout = "Kokkos::LayoutRight" if t.layout == "right" else "Kokkos::LayoutStride"
     return (f"Kokkos::View<{t.dtype.cpp}{'*' * t.ndim}, {layout}, {memory_space}, "
             f"Kokkos::MemoryTraits<Kokkos::Unmanaged>>")
 
 
 def cpp_type(t) -> str:
+    """The C++ type of a kernel argument (``ArgType``) or an IR value (``DType``, ``ViewType``)."""
     if isinstance(t, ArgType):
         return view_type(t) if t.is_view else t.dtype.cpp
+    if isinstance(t, ViewType):
+        return view_type(t)
     if isinstance(t, DType):
         return t.cpp
     raise TypeError(t)

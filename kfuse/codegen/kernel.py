@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from .. import config
 from ..frontend.normalize import KernelSource
 from ..frontend.spec import KernelSpec
+from ..ir.lower import lowered
 from ..types import DType
 from .cxx_names import cpp_type, ident, view_type
-from .translate import BodyTranslator, Sym, Unit, TEAM
+from .printer import BodyPrinter, Unit
+from .translate import Sym, TEAM
 
 CODEGEN_VERSION = "1"
 _SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
@@ -93,13 +95,11 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     exec_space, mem_space = _SPACES[spec.space]
     index_names, acc_names, flag_names = roles(src, spec)
     in_function = bool(restrict) and spec.policy != "team" and spec.op != "scan"
-    unit = Unit(src.helpers, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
+    kernel = lowered(src, spec)
+    unit = Unit(kernel, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
                 bounds_check=config.BOUNDS_CHECK.get())
-    scope = body_scope(src, spec, members=not in_function)
     members = [f"  {cpp_type(t)} {ident(name)};" for name, t in spec.params]
-
-    body = BodyTranslator(src, unit, scope)
-    body_lines = body.function_body(src.tree.body, "    ")
+    body_lines = BodyPrinter(unit, None, {} if in_function else kernel.scalars, kernel.views).body(kernel, "    ")
 
     if spec.policy == "team":
         sig = [f"const member_type& {ident(index_names[0])}"]
@@ -163,7 +163,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         f"namespace kf_kernel_{ident(kernel_name)} {{",  # kf_<name> could be a prelude helper (kf_floordiv)
         f"using KfExec = {exec_space};",
         f"using KfMem = {mem_space};",
-        *unit.definitions,
+        *unit.definitions(),
         functor,
         *_fault_sites(unit),
         "}  // namespace",

@@ -1,4 +1,7 @@
-"""Typed translation of a kernel body (Python AST) into C++ statements.
+"""Typed translation of a kernel body (Python AST) into C++ statements: the python backend's type checker.
+
+Codegen prints the typed IR instead (``printer.py``, from ``kfuse.ir.lower``, which also raises the user's
+errors); this translator stays while ``kfuse/backends/python.py`` records its decisions by subclassing it.
 
 Types are inferred as the translation goes: parameters from the call's specialisation, locals from
 their annotations or from every value assigned to them (a local assigned an int and later a float is
@@ -12,7 +15,6 @@ line and View, so the launch can raise a Python exception that names them.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 from ..errors import KernelTypeError, UnsupportedSyntaxError
@@ -20,27 +22,18 @@ from ..frontend.normalize import KernelSource
 from ..frontend.spec import ArgType
 from ..ir import typing as rules
 from ..ir.pyast import assigned_names, flatten_subscript
+from ..ir.printf import SPEC as PRINTF_SPEC  # noqa: F401 - the python backend reads the format rule here
 from ..ir.typing import ATOMIC_CALLS, ATOMICS, BINOPS, Unknown, infer_locals, lambda_acc_type
 from ..types import DType, promote
 from .cxx_names import cpp_type, ident
+from .printer import element_code, extent_code, printf_call
+from .sites import FaultSite
 
 F64, I64, BOOL = DType.float64, DType.int64, DType.bool
 TEAM = "team"
 
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
-# One printf conversion: flags/width/precision, a length modifier (dropped: kfuse casts), the conversion.
-PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d*)?)(hh|h|ll|l|L|z|j|t)?(.?)")
-_PRINTF_REFUSED = {"n": "'%n' writes through a pointer argument", "$": "positional arguments ('%1$d')",
-                   "*": "a width or precision taken from an argument ('*')"}
-
-
-def _c_string(text: str) -> str:
-    """A C string literal with ``text``'s UTF-8 bytes; octal escapes, since a hex escape would swallow
-    following hex digits (``"\\x01a"`` is one character in C)."""
-    escapes = {ord("\n"): "\\n", ord("\t"): "\\t", ord('"'): '\\"', ord("\\"): "\\\\"}
-    return '"' + "".join(escapes.get(b) or (chr(b) if 32 <= b < 127 else f"\\{b:03o}")
-                         for b in text.encode("utf-8")) + '"'
 
 
 def _int_constant(node):
@@ -58,23 +51,6 @@ def mark_origin(tree: ast.AST, workunit: str, filename: str, member: int) -> Non
     member (its position, workunit, file and, for Views, its own parameter name)."""
     for node in ast.walk(tree):
         node.kf_origin = (workunit, filename, getattr(node, "id", None), member)
-
-
-@dataclass(frozen=True)
-class FaultSite:
-    """Where a checked operation is, for the message a fault there produces (``KfSite`` in the prelude)."""
-
-    kind: str  # "floordiv" | "mod" | "index"
-    workunit: str
-    function: str  # the @pk.function holding the check, or ""
-    filename: str
-    line: int
-    view: str = ""
-    member: int = -1  # the call's position in a fused kernel (-1: not fused), to tell calls of one workunit apart
-
-    def cpp(self) -> str:
-        return (f"{{{_c_string(self.kind)}, {_c_string(self.workunit)}, {_c_string(self.function)}, "
-                f"{_c_string(self.filename)}, {self.line}, {_c_string(self.view)}, {self.member}}}")
 
 
 @dataclass
@@ -538,32 +514,11 @@ class BodyTranslator:
         return self.element(code, t, idx, node, base), t.dtype
 
     def element(self, code: str, t: ArgType, idx: list, node, view_node) -> str:
-        """One element of a View; a __restrict__ pointer (restrict transform) is indexed with its strides.
-        Under KFUSE_BOUNDS_CHECK every index is checked against its extent."""
         site = self._site("index", node, view_node) if self.unit.bounds_check else None
-        if code not in self.restrict:
-            if site is not None:
-                return f"kf_at({code}, {site}, {', '.join(idx)})"
-            return f"{code}({', '.join(idx)})"
-        strides = [f"kf_{code}_s{d}" for d in range(len(idx))]
-        if t.layout == "right":
-            strides[-1] = "1"  # unit stride, known to the compiler
-        if site is not None:
-            checked = ", ".join(f"KfIx{{{c}, kf_{code}_e{d}, {s}}}" for d, (c, s) in enumerate(zip(idx, strides)))
-            return f"kf_at_ptr({code}, {site}, {checked})"
-        terms = [f"({c})" if s == "1" else f"({c}) * {s}" for c, s in zip(idx, strides)]
-        return f"{code}[{' + '.join(terms)}]"
+        return element_code(code, t.layout, idx, site, self.restrict)
 
     def extent(self, code: str, dim: str, ndim: int) -> str:
-        if code not in self.restrict:
-            return f"static_cast<int64_t>({code}.extent({dim}))"
-        if dim.isdigit():
-            return f"kf_{code}_e{dim}"
-        # a run-time dimension picks among this View's own extents (fix, tests: a 1-D View named _e1, _e2)
-        choice = f"kf_{code}_e{ndim - 1}"
-        for d in range(ndim - 2, -1, -1):
-            choice = f"({dim} == {d} ? kf_{code}_e{d} : {choice})"
-        return choice
+        return extent_code(code, dim, ndim, self.restrict)
 
     def expr_Subscript(self, node):
         return self.subscript(node)
@@ -710,42 +665,10 @@ class BodyTranslator:
         return f"Kokkos::{ATOMICS[name][0]}({ref}, static_cast<{t.cpp}>({val}))", rules.atomic_type(name, t)
 
     def call_printf(self, node):
-        if not node.args or not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            raise self.type_error("pk.printf needs a constant format string first", node)
-        fmt = node.args[0].value
+        """C printf of a format the IR lowering has checked with its arguments (``kfuse.ir.printf``)."""
         self.unit.uses_printf = True
         args = [self.expr(a) for a in node.args[1:]]
-        specs = []
-        for m in PRINTF_SPEC.finditer(fmt):
-            conv = m.group(3)
-            if conv in _PRINTF_REFUSED:
-                raise self.unsupported(f"printf format {fmt!r}: {_PRINTF_REFUSED[conv]}", node)
-            if conv not in "diouxXceEfgGsp%" or not conv:
-                raise self.unsupported(f"printf format {fmt!r}: '{m.group(0)}' is not a conversion C printf "
-                                       "knows", node, "write '%%' for a literal percent sign")
-            if conv != "%":
-                specs.append(m)
-        if len(specs) != len(args):
-            raise self.type_error(f"pk.printf format has {len(specs)} conversions but {len(args)} arguments", node)
-        pieces, last, casts = [], 0, []
-        for m, (code, t) in zip(specs, args):
-            flags, conv = m.group(1), m.group(3)
-            pieces.append(fmt[last:m.start()])
-            if not isinstance(t, DType):
-                raise self.type_error("pk.printf can only print scalars", node)
-            if conv in "diouxXc":
-                if t.is_float:
-                    raise self.type_error(f"printf '%{conv}' given a float", node)
-                pieces.append(f"%{flags}ll{conv}" if conv != "c" else f"%{flags}c")
-                casts.append(f"static_cast<long long>({code})" if conv != "c" else f"static_cast<int>({code})")
-            elif conv in "eEfgG":
-                pieces.append(f"%{flags}{conv}")
-                casts.append(f"static_cast<double>({code})")
-            else:
-                raise self.type_error(f"printf conversion '%{conv}' is not supported in kernels", node)
-            last = m.end()
-        pieces.append(fmt[last:])
-        return "printf(" + ", ".join([_c_string("".join(pieces))] + casts) + ")"
+        return printf_call(node.args[0].value, [code for code, _ in args])
 
     def call_nested(self, name, node, statement):
         """Nested parallelism inside a team workunit: TeamThreadRange / ThreadVectorRange + a nested def."""

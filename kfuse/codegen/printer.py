@@ -1,0 +1,369 @@
+"""Print a kernel's typed IR (``kfuse.ir``) as C++ statements.
+
+The IR already holds every type and conversion the C++ computes (``kfuse.ir.lower`` typed it and raised
+the user's errors), so this module only chooses spellings. Python semantics that differ from C++ (``/``,
+``//``, ``%``, ``**``, integer ``round``) are spelled with helpers from ``kfuse_prelude.hpp``.
+
+Operations that can fault (integer ``//`` and ``%`` always, View accesses under KFUSE_BOUNDS_CHECK) go
+through checked helpers given a fault site: an entry of the kernel's table saying which workunit, file,
+line and View, so the launch can raise a Python exception that names them. Sites are numbered in the
+order the printer meets them, helpers' sites where a helper is first called.
+"""
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir import printf
+from ..ir.access import assigned_names
+from ..ir.typing import ATOMICS, BOOL
+from ..types import promote
+from .cxx_names import cpp_type, ident
+from .sites import FaultSite, c_string
+
+
+class Unit:
+    """One translation unit: the kernel's IR, the helper functions it calls and its fault-site table."""
+
+    def __init__(self, kernel: ir.Kernel, restrict: frozenset = frozenset(), bounds_check: bool = False):
+        self.kernel = kernel
+        self.restrict = restrict  # C++ names of Views passed as __restrict__ pointers
+        self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
+        self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
+        self.uses_printf = False  # the launcher then flushes C stdout so output keeps its order with Python's
+        self._definitions: dict = {}  # helper instance -> its C++ function
+
+    def fault_site(self, site: FaultSite) -> int:
+        if site not in self.fault_sites:
+            self.fault_sites.append(site)
+        return self.fault_sites.index(site)
+
+    def helper(self, index: int) -> str:
+        """The C++ name of helper instance ``index``; its function is printed at the first call."""
+        fn = self.kernel.helpers[index]
+        cname = f"{ident(fn.name)}_h{index}"
+        if index not in self._definitions:
+            self._definitions[index] = None  # taken: the IR has no recursion, but calls may nest
+            views = {n: t for n, t in fn.params if isinstance(t, ir.ViewType)}
+            lines = BodyPrinter(self, fn, {}, views).body(fn, "  ")
+            ret = fn.ret.cpp if fn.ret is not None else "void"
+            sig = ", ".join(f"{cpp_type(t)} {ident(n)}" for n, t in fn.params)
+            self._definitions[index] = (f"KOKKOS_INLINE_FUNCTION {ret} {cname}({sig}) {{\n" + "\n".join(lines)
+                                        + "\n}\n")
+        return cname
+
+    def definitions(self) -> list[str]:
+        """The helpers' C++ functions, callees before callers (the IR's order)."""
+        return [self._definitions[i] for i in sorted(self._definitions)]
+
+
+def _unconverted(e):
+    """``e`` without the promotion its parent applied (spellings that cast anyway, or never, use this)."""
+    return e.value if isinstance(e, ir.Cast) and not e.explicit else e
+
+
+def _int_constant(e):
+    """The value of an integer literal (``3``, ``-3``), or None."""
+    if isinstance(e, ir.UnaryOp) and e.op == "-":
+        value = _int_constant(e.operand)
+        return None if value is None else -value
+    if isinstance(e, ir.Const) and type(e.value) is int:
+        return e.value
+    return None
+
+
+class BodyPrinter:
+    """Prints one body: a workunit's, a helper's (``function``) or a nested def's.
+
+    ``members``: the kernel's scalar parameters that are functor data members here (const inside
+    operator(), so a body assigning one works on a copy); ``views``: the View parameters in scope.
+    """
+
+    def __init__(self, unit: Unit, function: ir.Function | None, members: dict, views: dict):
+        self.unit = unit
+        self.function = function
+        self.members = members
+        self.views = views
+        self.restrict = unit.restrict if function is None else frozenset()
+
+    def body(self, node, ind: str) -> list[str]:
+        """Copies of assigned members, the hoisted locals, then the statements of ``node`` (a Kernel,
+        Function or Lambda). The helpers its typing met first are printed first, as their sites number."""
+        assigned = assigned_names(node.body)
+        lines = [f"{ind}{t.cpp} {ident(n)} = this->{ident(n)};" for n, t in sorted(self.members.items())
+                 if n in assigned]
+        lines += [f"{ind}{t.cpp} {ident(n)} = {t.cpp}();" for n, t in node.locals]
+        for index in node.first_helpers:
+            self.unit.helper(index)
+        for s in node.body:
+            self.stmt(s, lines, ind)
+        return lines
+
+    def site(self, kind: str, loc: ir.Loc, view: str = "") -> int:
+        """The number of a checked operation's fault site."""
+        function = self.function.name if self.function is not None else ""
+        return self.unit.fault_site(FaultSite(kind, loc.unit or self.unit.kernel.name, function, loc.file,
+                                              loc.line, view, loc.member))
+
+    # --- statements ---------------------------------------------------------------------------
+    def stmt(self, s, out: list, ind: str) -> None:
+        getattr(self, "stmt_" + type(s).__name__)(s, out, ind)
+
+    def block(self, stmts, out: list, ind: str) -> None:
+        for s in stmts:
+            self.stmt(s, out, ind + "  ")
+
+    def stmt_Break(self, s, out, ind):
+        out.append(f"{ind}break;")
+
+    def stmt_Continue(self, s, out, ind):
+        out.append(f"{ind}continue;")
+
+    def stmt_Return(self, s, out, ind):
+        out.append(f"{ind}return;" if s.value is None else f"{ind}return {self.expr(s.value)};")
+
+    def stmt_Eval(self, s, out, ind):
+        out.append(f"{ind}{self.expr(s.value)};")
+
+    def stmt_Print(self, s, out, ind):
+        out.append(f"{ind}{self.printf(s)};")
+
+    def stmt_Barrier(self, s, out, ind):
+        out.append(f"{ind}{ident(s.team)}.team_barrier();")
+
+    def stmt_Assign(self, s, out, ind):
+        out.append(f"{ind}{ident(s.name)} {s.op or ''}= {self.expr(s.value)};")
+
+    stmt_Accumulate = stmt_Assign
+
+    def stmt_Store(self, s, out, ind):
+        if s.op is None:  # Python evaluates the value first, an augmented assignment's target first
+            value = self.expr(s.value)
+            target = self.element(s)
+        else:
+            target = self.element(s)
+            value = self.expr(s.value)
+        out.append(f"{ind}{target} {s.op or ''}= {value};")
+
+    def stmt_If(self, s, out, ind):
+        out.append(f"{ind}if ({self.expr(s.test)}) {{")
+        self.block(s.body, out, ind)
+        if s.orelse:
+            out.append(f"{ind}}} else {{")
+            self.block(s.orelse, out, ind)
+        out.append(f"{ind}}}")
+
+    def stmt_While(self, s, out, ind):
+        out.append(f"{ind}while ({self.expr(s.test)}) {{")
+        self.block(s.body, out, ind)
+        out.append(f"{ind}}}")
+
+    def stmt_For(self, s, out, ind):
+        """A counted loop over its own counter (the body may reassign the variable, as Python allows);
+        the bound is read once, and a step's sign decides the test."""
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        n = s.tmp
+        out.append(f"{ind}{{")
+        out.append(f"{ind}  const int64_t kf_end{n} = {stop};")
+        if s.strided:
+            out.append(f"{ind}  const int64_t kf_step{n} = {step};")
+            stride, cond = f"kf_step{n}", f"(kf_step{n} > 0 ? kf_it{n} < kf_end{n} : kf_it{n} > kf_end{n})"
+        else:
+            stride, cond = "1", f"kf_it{n} < kf_end{n}"
+        out.append(f"{ind}  for (int64_t kf_it{n} = {start}; {cond}; kf_it{n} += {stride}) {{")
+        declare = "const int64_t " if s.scoped else ""  # else a hoisted local or a parameter
+        out.append(f"{ind}    {declare}{ident(s.var)} = kf_it{n};")
+        self.block(s.body, out, ind + "  ")
+        out.append(f"{ind}  }}")
+        out.append(f"{ind}}}")
+
+    def stmt_Lambda(self, s, out, ind):
+        """A nested def: a C++ lambda, the body of TeamThreadRange / ThreadVectorRange parallelism."""
+        (index, _), *rest = s.params
+        sig = [f"const int64_t {ident(index)}"]
+        if rest:
+            sig.append(f"{rest[0][1].cpp}& {ident(rest[0][0])}")
+        if len(rest) > 1:
+            sig.append(f"const bool {ident(rest[1][0])}")
+        params = {n for n, _ in s.params}
+        members = {n: t for n, t in self.members.items() if n not in params}
+        lines = BodyPrinter(self.unit, self.function, members, self.views).body(s, ind + "  ")
+        out.append(f"{ind}auto {ident(s.name)} = [&]({', '.join(sig)}) {{")
+        out.extend(lines)
+        out.append(f"{ind}}};")
+
+    # --- expressions --------------------------------------------------------------------------
+    def expr(self, e) -> str:
+        return getattr(self, "expr_" + type(e).__name__)(e)
+
+    def expr_Const(self, e):
+        v = e.value
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return f"int64_t({v})" if abs(v) >= 2 ** 31 else str(v)
+        if v != v:
+            return "std::numeric_limits<double>::quiet_NaN()"
+        if v in (float("inf"), float("-inf")):
+            return ("" if v > 0 else "-") + "std::numeric_limits<double>::infinity()"
+        text = repr(v)
+        return text if any(c in text for c in ".en") else text + ".0"
+
+    def expr_Name(self, e):
+        return ident(e.id)
+
+    def expr_Cast(self, e):
+        return f"static_cast<{e.type.cpp}>({self.expr(e.value)})"
+
+    def cast(self, e, t) -> str:
+        """``e`` spelled as a ``t`` whatever its type (the parent's promotion, if any, is this cast)."""
+        return f"static_cast<{t.cpp}>({self.expr(_unconverted(e))})"
+
+    def expr_BinOp(self, e):
+        op, t = e.op, e.type
+        left, right = _unconverted(e.left), _unconverted(e.right)
+        both_int = not left.type.is_float and not right.type.is_float
+        if op == "**" and not both_int:
+            return f"std::pow({self.cast(e.left, t)}, {self.cast(e.right, t)})"
+        a, b = self.expr(e.left), self.expr(e.right)
+        if op == "**":
+            return f"kf_ipow({a}, {b})"
+        if op in ("//", "%") and not both_int:
+            return f"std::floor({a} / {b})" if op == "//" else f"kf_fmod_py({a}, {b})"
+        if op in ("//", "%"):
+            kind = "floordiv" if op == "//" else "mod"
+            if _int_constant(right) not in (None, 0, -1):  # a divisor that can be neither 0 nor -1
+                return f"kf_{kind}({a}, {b})"
+            return f"kf_{kind}_checked({a}, {b}, {self.site(kind, e.loc)})"
+        return f"({a} {op} {b})"
+
+    def expr_UnaryOp(self, e):
+        code, t = self.expr(e.operand), e.operand.type
+        if e.op == "not" or (e.op == "~" and t is BOOL):
+            return f"(!{code})"
+        if e.op == "-" and e.type is not t:  # Python negates a bool or unsigned value in 64 bits
+            return f"(-static_cast<int64_t>({code}))"
+        return f"({e.op}{code})"
+
+    def expr_Compare(self, e):
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def expr_BoolOp(self, e):
+        is_and = e.op == "and"
+        if e.type is BOOL:
+            return "(" + (" && " if is_and else " || ").join(self.expr(v) for v in e.values) + ")"
+        # Python's and/or yield the deciding operand (`i or 7` is 7 when i == 0), still short-circuiting.
+        codes = [self.expr(_unconverted(v)) for v in e.values]
+        t = e.type.cpp
+        stop = "!kf_v" if is_and else "kf_v"
+        steps = "".join(f"kf_v = {c}; if ({stop}) return kf_v; " for c in codes[:-1])
+        return f"[&]() -> {t} {{ {t} kf_v; {steps}return {codes[-1]}; }}()"
+
+    def expr_Ternary(self, e):
+        test = self.expr(e.test)
+        return f"({test} ? {self.cast(e.body, e.type)} : {self.cast(e.orelse, e.type)})"
+
+    def expr_Call(self, e):
+        name = e.func
+        args = [_unconverted(a) for a in e.args]
+        codes = [self.expr(a) for a in args]
+        if name in ("abs", "fabs"):
+            return f"std::fabs({codes[0]})" if args[0].type.is_float else f"kf_abs({codes[0]})"
+        if name in ("min", "max"):
+            code, t = codes[0], args[0].type
+            for c, a in zip(codes[1:], args[1:]):
+                t = promote(t, a.type)
+                code = f"kf_{name}(static_cast<{t.cpp}>({code}), static_cast<{t.cpp}>({c}))"
+            return code
+        if name == "round":
+            return f"static_cast<int64_t>(std::nearbyint({codes[0]}))"
+        operand = "double" if name in ("fma", "isnan", "isinf", "isfinite") else e.type.cpp
+        return f"std::{name}(" + ", ".join(f"static_cast<{operand}>({c})" for c in codes) + ")"
+
+    def expr_HelperCall(self, e):
+        args = [self.expr(a) for a in e.args]
+        return f"{self.unit.helper(e.instance)}({', '.join(args)})"
+
+    def expr_TeamQuery(self, e):
+        return f"static_cast<int64_t>({ident(e.team)}.{e.what}())"
+
+    def expr_Nested(self, e):
+        bounds = [self.expr(b) for b in e.bounds]
+        policy = f"Kokkos::{e.range}({', '.join([ident(e.team)] + bounds)})"
+        if e.kind != "parallel_reduce":  # Kokkos's nested scan delivers no total
+            return f"Kokkos::{e.kind}({policy}, {ident(e.body)})"
+        t, tmp = e.type.cpp, f"kf_nested{e.tmp}"
+        return f"[&]() {{ {t} {tmp} = {t}(); Kokkos::{e.kind}({policy}, {ident(e.body)}, {tmp}); return {tmp}; }}()"
+
+    def expr_Atomic(self, e):
+        """``pk.atomic_fetch_add(view, [i, j], value)`` (PyKokkos spelling) on the element's address."""
+        ref = "&" + self.element(e)
+        dtype = self.views[e.view].dtype
+        values = [self.cast(a, dtype) for a in e.args]
+        if e.func in ("atomic_increment", "atomic_decrement", "atomic_compare_exchange"):
+            return f"Kokkos::{e.func}({', '.join([ref] + values)})"
+        return f"Kokkos::{ATOMICS[e.func][0]}({ref}, {values[0]})"
+
+    # --- View elements and extents ------------------------------------------------------------
+    def expr_Load(self, e):
+        return self.element(e)
+
+    def element(self, e) -> str:
+        """One element of a View: a Load, a Store or an Atomic."""
+        idx = [self.expr(i) for i in e.indices]
+        site = self.site("index", e.loc, e.user_view) if self.unit.bounds_check else None
+        return element_code(ident(e.view), self.views[e.view].layout, idx, site, self.restrict)
+
+    def expr_Extent(self, e):
+        return extent_code(ident(e.view), self.expr(e.dim), self.views[e.view].ndim, self.restrict)
+
+    def printf(self, s) -> str:
+        self.unit.uses_printf = True
+        return printf_call(s.format, [self.expr(a) for a in s.args])
+
+
+def printf_call(fmt: str, codes: list) -> str:
+    """C printf of a checked format, every argument cast to what its conversion reads (integers as long long)."""
+    pieces, last, casts = [], 0, []
+    for m, code in zip(printf.conversions(fmt), codes):
+        flags, conv = m.group(1), m.group(3)
+        pieces.append(fmt[last:m.start()])
+        if conv == "c":
+            pieces.append(f"%{flags}c")
+            casts.append(f"static_cast<int>({code})")
+        elif conv in printf.INTEGER:
+            pieces.append(f"%{flags}ll{conv}")
+            casts.append(f"static_cast<long long>({code})")
+        else:
+            pieces.append(f"%{flags}{conv}")
+            casts.append(f"static_cast<double>({code})")
+        last = m.end()
+    pieces.append(fmt[last:])
+    return "printf(" + ", ".join([c_string("".join(pieces))] + casts) + ")"
+
+
+def element_code(code: str, layout: str, idx: list, site: int | None, restrict: frozenset) -> str:
+    """One element of View ``code``; a __restrict__ pointer (restrict transform) is indexed with its strides.
+    With a fault ``site`` (KFUSE_BOUNDS_CHECK) every index is checked against its extent."""
+    if code not in restrict:
+        if site is not None:
+            return f"kf_at({code}, {site}, {', '.join(idx)})"
+        return f"{code}({', '.join(idx)})"
+    strides = [f"kf_{code}_s{d}" for d in range(len(idx))]
+    if layout == "right":
+        strides[-1] = "1"  # unit stride, known to the compiler
+    if site is not None:
+        checked = ", ".join(f"KfIx{{{c}, kf_{code}_e{d}, {s}}}" for d, (c, s) in enumerate(zip(idx, strides)))
+        return f"kf_at_ptr({code}, {site}, {checked})"
+    terms = [f"({c})" if s == "1" else f"({c}) * {s}" for c, s in zip(idx, strides)]
+    return f"{code}[{' + '.join(terms)}]"
+
+
+def extent_code(code: str, dim: str, ndim: int, restrict: frozenset) -> str:
+    """Extent ``dim`` of View ``code``; a __restrict__ pointer's extents are arguments of their own."""
+    if code not in restrict:
+        return f"static_cast<int64_t>({code}.extent({dim}))"
+    if dim.isdigit():
+        return f"kf_{code}_e{dim}"
+    choice = f"kf_{code}_e{ndim - 1}"  # a run-time dimension picks among this View's own extents
+    for d in range(ndim - 2, -1, -1):
+        choice = f"({dim} == {d} ? kf_{code}_e{d} : {choice})"
+    return choice
