@@ -70,6 +70,8 @@ DEBUG = Setting("KFUSE_DEBUG", "0", "Show kfuse's internal frames in errors and 
                 _flag)
 DEFAULT_SPACE = Setting("KFUSE_DEFAULT_SPACE", "OpenMP", "Execution space of kernels launched without one: OpenMP, "
                         "Serial, Debug, Cuda or HIP (pk.set_default_space overrides it).", True)
+BACKEND = Setting("KFUSE_BACKEND", "kokkos", "What runs kernels: kokkos (C++ Kokkos, compiled) or python (kfuse's "
+                  "reference interpreter of the same kernels: no compiler needed, slow; for debugging and tests).", False)
 NUM_THREADS = Setting("KFUSE_NUM_THREADS", "-1", "OpenMP threads for Kokkos (-1: Kokkos decides).", False, int)
 VERBOSE = Setting("KFUSE_VERBOSE", "0", "Log compiles and cache hits to stderr.", False, _flag)
 BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a compiled kernel checks its indices "
@@ -77,7 +79,7 @@ BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a com
                        True, _flag)
 
 ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_LOADED_KERNELS,
-       TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
+       TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, BACKEND, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
 
 
 def put(setting: Setting, value) -> None:

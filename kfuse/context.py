@@ -19,8 +19,7 @@ _process = None
 
 def current():
     """The runtime in charge here: this context's own, else the process's."""
-    runtime = _current.get(None)
-    return _process if runtime is None else runtime
+    return _current.get(_process)
 
 
 def install(runtime) -> None:

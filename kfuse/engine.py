@@ -22,7 +22,7 @@ import sys
 from collections import deque
 
 from . import calls as call_stage, config, context, counters, escape, guard, spaces, views
-from .backends.kokkos import KOKKOS
+from . import backends
 from .errors import public_error
 from .fuser import explain as explain_records
 from .future import Future
@@ -35,9 +35,9 @@ _RECORDS_KEPT = 16  # flushes ``explain()`` shows
 
 class Runtime:
     def __init__(self, backend=None, fusion: bool | None = None):
-        """``backend``: a backends.base.Backend (default: Kokkos); ``fusion``: start with tracing on or off
+        """``backend``: a backends.base.Backend (default: the one KFUSE_BACKEND names); ``fusion``: start with tracing on or off
         (default: as KFUSE_FUSION says)."""
-        self.backend = backend or KOKKOS
+        self.backend = backend or backends.named(config.BACKEND.get())
         self.trace = Trace()
         self.failures = Failures()
         self.enabled = config.FUSION.get() is True if fusion is None else fusion

@@ -17,33 +17,17 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "backend(name): run the test's kernels on backend name (python, null, kokkos)")
 
 
-def _backend(name: str):
-    if name == "kokkos":
-        from kfuse.backends.kokkos import KOKKOS
-
-        return KOKKOS
-    if name == "python":
-        from kfuse.backends.python import PYTHON
-
-        return PYTHON
-    if name == "null":
-        from kfuse.backends.null import NullBackend
-
-        return NullBackend()
-    raise ValueError(f"unknown backend {name!r}")
-
-
 @pytest.fixture(autouse=True)
 def kfuse_runtime(request, monkeypatch):
     """The runtime the test runs on: fresh (eager, nothing pending, empty caches, records and counters, the
     default transforms and space, whatever the environment says), installed as the process's so threads the
     test starts use it too. Tests turn fusion on themselves; what they leave pending goes with their runtime."""
-    from kfuse import context, engine
+    from kfuse import backends, context, engine
 
     for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_TRANSFORMS"):
         monkeypatch.delenv(name, raising=False)
     marker = request.node.get_closest_marker("backend")
-    with context.installed(engine.Runtime(backend=_backend(marker.args[0] if marker else "kokkos"))) as runtime:
+    with context.installed(engine.Runtime(backend=backends.named(marker.args[0] if marker else "kokkos"))) as runtime:
         yield runtime
 
 

@@ -4,6 +4,10 @@ Kernels are lowered as the engine lowers them (a specialisation, or a fused grou
 checked against NumPy, and a few against the Kokkos backend for identical results.
 """
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -367,3 +371,31 @@ def test_the_engine_traces_and_fuses_on_the_python_backend():
     assert float(total) == pytest.approx(float(expected @ expected), rel=1e-14)
     np.testing.assert_array_equal(y.copy(), expected)
     assert pk.stats()["fused_kernels_launched"] == 1 and pk.stats()["compiles"] == 0
+
+
+PROGRAM = """
+import numpy as np
+import kfuse as pk
+from kfuse.check.kernels import k_dot, k_scale
+
+pk.enable_fusion()
+x, y = pk.View(8), pk.View(8)
+x[:] = np.arange(8.0)
+pk.parallel_for(8, k_scale, x=x, y=y)
+print(float(pk.parallel_reduce(8, k_dot, x=y, y=y)), pk.stats()["fused_kernels_launched"], pk.stats()["compiles"])
+"""
+
+
+def test_kfuse_backend_runs_an_unmodified_program_without_a_compiler(tmp_path):
+    env = dict(os.environ, KFUSE_BACKEND="python", KFUSE_CXX="/bin/false", KFUSE_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    y = 0.5 * np.arange(8.0) + 1.0
+    assert proc.stdout.split() == [repr(float(y @ y)), "1", "0"]
+
+
+def test_an_unknown_backend_is_named_in_the_error(tmp_path):
+    env = dict(os.environ, KFUSE_BACKEND="numba", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    proc = subprocess.run([sys.executable, "-c", "import kfuse"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "KFUSE_BACKEND='numba': choose one of kokkos, python, null" in proc.stderr

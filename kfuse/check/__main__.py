@@ -19,6 +19,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+from .. import backends, config, context
 from . import case_for, check, shrink
 from .program import as_python, from_json, to_json
 
@@ -157,9 +158,14 @@ def main(argv=None) -> int:
                         help="seconds one case may take before it counts as a hang (default 120; first runs "
                              "compile kernels)")
     parser.add_argument("--show", type=int, default=5, help="failing cases to shrink and print (default 5)")
+    parser.add_argument("--backend", choices=("kokkos", "python"), default=None,
+                        help="what runs the kernels (default: KFUSE_BACKEND, else kokkos); python needs no compiler")
     parser.add_argument("--worker", nargs=2, type=int, metavar=("START", "STOP"), help=argparse.SUPPRESS)
     parser.add_argument("--run-case", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.backend:
+        config.put(config.BACKEND, args.backend)  # for the workers this process starts
+        context.current().backend = backends.named(args.backend)  # and for the cases it shrinks itself
     if args.worker:
         return _worker(args.seed, *args.worker)
     if args.run_case:
