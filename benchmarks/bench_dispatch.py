@@ -2,7 +2,7 @@
 
 Each row is the median (and the minimum) over ``--repeats`` batches of ``--calls`` calls, in
 microseconds per call: the whole eager ``pk.parallel_for`` / ``pk.parallel_reduce`` (also with six
-arguments), the Python binding alone (``calls.prepare``), pack + ctypes call
+arguments), the Python binding alone (``kfuse.calls.prepare``), pack + ctypes call
 (``CompiledKernel.launch``), the bare ctypes call of the kernel entry point and the part of it the
 kernel measures in C++ (Kokkos launch + fence), and context: a ctypes call of an empty C function,
 an empty one-element ``Kokkos::parallel_for`` + fence and an empty ``#pragma omp parallel`` region
@@ -21,7 +21,7 @@ import time
 
 import kfuse as pk
 from kfuse.compiler import cache
-from kfuse import calls
+from kfuse.calls import prepare
 from kfuse.pipeline import kernel_of
 from kfuse.runtime import kokkos_runtime, launch
 
@@ -115,7 +115,7 @@ def run(calls: int, repeats: int) -> list[tuple[str, tuple[float, float]]]:
     assert a[0] == 1.0 and pk.parallel_reduce(1, total, a=a) == 1.0
     (prepared,) = touch.specializations.values()
     kernel = kernel_of(prepared)
-    call = calls.prepare(touch, "for", 1, (), {"a": a, "s": 1.0})
+    call = prepare(touch, "for", 1, (), {"a": a, "s": 1.0})
     bounds = launch.policy_slots(call.policy)
     packed = kernel.pack(bounds, call.args)
     entry, out, err, errlen = kernel._fn, kernel._out, launch._err, ctypes.c_int64(launch._ERRLEN)
@@ -130,8 +130,8 @@ def run(calls: int, repeats: int) -> list[tuple[str, tuple[float, float]]]:
             lambda: pk.parallel_for(1, triad, a=a, b=b, c=c, d=d, s=1.0, t=2.0), calls, repeats)),
         ("pk.parallel_reduce(1, total, a=View)", _median_us(lambda: pk.parallel_reduce(1, total, a=a),
                                                             calls, repeats)),
-        ("  dispatch.prepare (Python, no launch)", _median_us(
-            lambda: calls.prepare(touch, "for", 1, (), {"a": a, "s": 1.0}), calls, repeats)),
+        ("  calls.prepare (Python, no launch)", _median_us(
+            lambda: prepare(touch, "for", 1, (), {"a": a, "s": 1.0}), calls, repeats)),
         ("  CompiledKernel.launch (pack + ctypes)", _median_us(lambda: kernel.launch(bounds, call.args),
                                                                calls, repeats)),
         ("  bare ctypes call of kfuse_launch", _median_us(lambda: entry(packed, out, err, errlen),
