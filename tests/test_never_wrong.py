@@ -326,7 +326,8 @@ def test_threads_sharing_a_view_serialise_on_reads():
 def _run(tmp_path, body: str) -> subprocess.CompletedProcess:
     script = tmp_path / "prog.py"
     script.write_text(textwrap.dedent(body))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFUSE_") or k == "KFUSE_CACHE_DIR"}
+    keep = ("KFUSE_CACHE_DIR", "KFUSE_KOKKOS_ROOT")  # where kernels are kept and which Kokkos builds them
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFUSE_") or k in keep}
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
 
 
