@@ -6,9 +6,8 @@ import pytest
 import kfuse as pk
 from kfuse.runtime import launch
 
-# One workunit, ten specialisations (one per element type): ten kernel libraries.
-ELEMENT_TYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16,
-                 np.uint8]
+# One workunit, six specialisations (one per element type): six kernel libraries, twice the room left for them.
+ELEMENT_TYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.uint8]
 
 
 @pk.workunit
@@ -54,18 +53,18 @@ def test_many_kernels_stay_within_the_limit_and_reload_on_demand(limit):
     limit(3)
     arrays = [np.zeros(5, dtype=t) for t in ELEMENT_TYPES]
     before = pk.stats()
-    for _ in range(3):  # round-robin over ten kernels with room for three: every launch reloads
+    for _ in range(3):  # round-robin over six kernels with room for three: every launch reloads
         for x in arrays:
             pk.parallel_for(5, add_to, x=x, a=1)
     for x in arrays:
         np.testing.assert_array_equal(x, np.full(5, 3, dtype=x.dtype))
 
     kernels = compiled_kernels(add_to)
-    assert len(kernels) == 10
+    assert len(kernels) == 6
     assert launch.loaded_count() <= 3
     assert sum(k.loaded for k in kernels) <= 3
     after = pk.stats()
-    assert after["kernels_unloaded"] - before.get("kernels_unloaded", 0) >= 20
+    assert after["kernels_unloaded"] - before.get("kernels_unloaded", 0) >= 15  # 18 launches, 3 fit
     # dlclose really unmaps them: at most the three loaded ones, plus at most one library glibc pins forever
     # (the first in the process to define a C++ 'unique' symbol from the Kokkos headers).
     assert len(mapped_libraries(kernels)) <= 4
@@ -77,7 +76,7 @@ def test_recently_launched_kernel_outlives_one_off_kernels(limit):
     hot = np.zeros(4)
     pk.parallel_for(4, double_it, x=hot)
     (hot_kernel,) = compiled_kernels(double_it)
-    for t in ELEMENT_TYPES[1:]:  # nine one-off kernels, the hot one launched between each
+    for t in ELEMENT_TYPES[1:]:  # five one-off kernels, the hot one launched between each
         pk.parallel_for(3, one_off, x=np.zeros(3, dtype=t), a=1)
         pk.parallel_for(4, double_it, x=hot)
         assert hot_kernel.loaded
