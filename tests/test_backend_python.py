@@ -1,4 +1,4 @@
-"""The python backend (kfuse/backends/python.py): the kernel AST the C++ translator sees, run by the interpreter.
+"""The python backend (kfuse/backends/python.py): the typed IR the C++ is printed from, run by the interpreter.
 
 Kernels are lowered as the engine lowers them (a specialisation, or a fused group after its transforms) and
 checked against NumPy, and a few against the Kokkos backend for identical results.
@@ -14,16 +14,18 @@ import pytest
 
 import kfuse as pk
 from kfuse import counters, pipeline
-from kfuse.backends import python
+from kfuse.backends import pyops
 from kfuse.backends.kokkos import KOKKOS
 from kfuse.backends.python import PYTHON
 from kfuse.calls import prepare
 from kfuse.check import kernels as ck
+from kfuse.frontend import workunit as workunit_module
 from kfuse.ir.typing import BINARY_FLOAT_MATH, UNARY_FLOAT_MATH
 from kfuse.runtime.launch import policy_slots
 
 import test_constructs
 from test_constructs import mixed_int_widths
+from test_error_frames import load_module
 
 
 def call(wu, op="for", policy=None, backend=PYTHON, **kwargs):
@@ -128,6 +130,20 @@ def test_typed_locals_convert_and_round_like_cxx():
     assert out.tolist() == [-56, product, -2, -5, -4]
     assert f.tolist() == [s, x[0] * x[1] + x[2], x[0] / np.float32(3)]
     assert f[1] != np.float32(np.float64(x[0]) * np.float64(x[1]) + np.float64(x[2]))  # rounding did happen
+
+
+def test_the_longest_chain_the_front_end_takes_runs(tmp_path):
+    """Each float32 floor division is four calls deep in Python: more parentheses than Python's tokenizer
+    takes in one piece, so the emitter parses the chain apart."""
+    n = workunit_module.MAX_NESTING - 4
+    module = load_module(tmp_path / "chain_kernels.py", (
+        "import kfuse as pk\n"
+        "@pk.workunit\n"
+        "def floors(i, f: pk.View1D[pk.float32], out: pk.View1D[pk.float32]):\n"
+        f"    out[i] = {' // '.join(['f[i]'] * n)}\n"))
+    out = np.zeros(2, dtype=np.float32)
+    run(module.floors, policy=2, f=np.array([3.0, 1.0], dtype=np.float32), out=out)
+    assert out.tolist() == [0.0, 1.0]
 
 
 # --- check/kernels.py, the fuzzer's library ------------------------------------------------------------------
@@ -276,10 +292,7 @@ def int_floor(i, a, b, out):
     out[i] = a[i] // b[i] + a[i] % b[i]
 
 
-def test_divisions_by_other_constants_are_not_checked():
-    c = call(widths, "for", 1, x=np.zeros(3, dtype=np.float32), w=np.zeros(3, dtype=np.int64),
-             out=np.zeros(5, dtype=np.int64), f=np.zeros(3, dtype=np.float32))
-    assert "_kf_divide" not in PYTHON.render(pipeline.lower_call(c.prepared)).python  # // 2 and // -2 cannot fault
+def test_every_integer_division_goes_through_the_checked_helper():
     c = call(divide_by, "reduce", 1, d=np.ones(1, dtype=np.int64), out=np.zeros(1, dtype=np.int64))
     assert PYTHON.render(pipeline.lower_call(c.prepared)).python.count("_kf_divide(") == 2
 
@@ -304,7 +317,7 @@ def test_contract_space_types_and_argument_range():
     c = call(ck.k_scale, "for", 4, x=np.zeros(4), y=np.zeros(4))
     assert PYTHON.translate(c.prepared.source, c.prepared.spec, "k_scale") is None
     assert PYTHON.name == "python" and not PYTHON.persistent and "restrict" not in PYTHON.transforms
-    assert set(python.PK_MATH.__dict__) == UNARY_FLOAT_MATH | BINARY_FLOAT_MATH | {"fma", "isnan", "isinf", "isfinite"}
+    assert set(pyops.PK_MATH.__dict__) == UNARY_FLOAT_MATH | BINARY_FLOAT_MATH | {"fma", "isnan", "isinf", "isfinite"}
     with pytest.raises(pk.ArgumentError, match="parameter 'k' got 2147483648, which does not fit int32"):
         run(small_param, policy=1, k=2 ** 31, out=np.zeros(1, dtype=np.int64))
 
@@ -319,9 +332,47 @@ def bad_syntax(i, out):
     out[i] = [1, 2][0]
 
 
-def test_translate_raises_the_translators_errors():
+def test_translate_raises_the_lowerings_errors():
     with pytest.raises(pk.UnsupportedSyntaxError, match="list literal"):
         call(bad_syntax, "for", 1, out=np.zeros(1))
+
+
+@pk.workunit
+def update_order(i, k: int, z: pk.View1D[pk.int64], out: pk.View1D[pk.int64]):
+    out[i + k] += 7 // z[i]
+
+
+def test_an_updates_value_is_computed_before_its_element_is_located():
+    """C++17 evaluates the right side of an assignment first: its fault is the one raised."""
+    with pytest.raises(pk.KernelZeroDivisionError):
+        run(update_order, policy=1, k=5, z=np.zeros(1, dtype=np.int64), out=np.zeros(2, dtype=np.int64))
+
+
+@pk.function
+def negated(v: pk.int8) -> pk.int8:
+    return -v
+
+
+@pk.workunit
+def conversions(i, acc, s: pk.View1D[pk.int8], u: pk.View1D[pk.uint64], f: pk.View1D[pk.float32],
+                w: pk.View1D[pk.int64], out: pk.View1D[pk.int64], g: pk.View1D[pk.double]):
+    x: pk.int8 = s[i]
+    out[i * 8 + 0] = -x  # computed in int: 128 for -128
+    out[i * 8 + 1] = negated(x) + 1  # returned as int8: -128
+    out[i * 8 + 2] = min(w[i], u[i], 3.5) > 0  # pairwise: int64 with uint64 first, in uint64
+    out[i * 8 + 3] = w[i] < f[i]  # the int64 as a float32
+    out[i * 8 + 4] = (x if i > 1 else s[0]) * 2
+    out[i * 8 + 5] = (w[i] or u[i]) % 1000
+    out[i * 8 + 6] = ~u[i] >> 60
+    out[i * 8 + 7] = abs(x) + int(f[i] * 1e10)
+    g[i * 4 + 0] = f[i] * f[i] + 0.1
+    g[i * 4 + 1] = f[i] // 0.3 + f[i] % -0.7
+    g[i * 4 + 2] = pk.sqrt(f[i]) + pk.floor(f[i] * 3)
+    g[i * 4 + 3] = max(f[i], w[i]) + w[i] / 7
+    k = 3
+    k //= 2
+    k **= 5
+    acc += k + x
 
 
 # --- against the Kokkos backend -------------------------------------------------------------------------------
@@ -333,7 +384,11 @@ def test_translate_raises_the_translators_errors():
     lambda b: call(ck.k_scan, "scan", 16, b, x=np.arange(16.0) / 7, y=np.zeros(16)),
     lambda b: call(ck.k_team_rowsum, "for", pk.TeamPolicy(3, 1), b, m=np.arange(12.0).reshape(3, 4) / 3,
                    out=np.zeros(3)),
-], ids=["float32-int8-int64", "uint32-int32", "scan", "team"])
+    lambda b: call(conversions, "reduce", 4, b, s=np.array([-128, 127, 5, -3], dtype=np.int8),
+                   u=np.array([0, 2 ** 64 - 1, 7, 2 ** 63], dtype=np.uint64),
+                   f=np.array([0.1, -2.5, 1e30, 3.3], dtype=np.float32), w=np.array([-1, 2 ** 62, 0, -2 ** 63]),
+                   out=np.zeros(32, dtype=np.int64), g=np.zeros(16)),
+], ids=["float32-int8-int64", "uint32-int32", "scan", "team", "conversions"])
 def test_same_results_as_kokkos(make):
     outputs = []
     for backend in (PYTHON, KOKKOS):

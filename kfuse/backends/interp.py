@@ -1,6 +1,6 @@
 """What the two interpreters of kernels share: the Debug space (the user's own function, backends/debug.py)
-and the python backend (the normalised kernel AST, backends/python.py) both run one thread index at a time
-over NumPy memory, check every View index, give teams one thread, and print like C printf.
+and the python backend (the kernel's typed IR written as Python, backends/python.py) both run one thread
+index at a time over NumPy memory, check every View index, give teams one thread, and print like C printf.
 """
 from __future__ import annotations
 
