@@ -36,6 +36,7 @@ class Prepared:
     name: str
     backend: object  # backends.base.Backend
     translated: object = None  # what the backend made when type-checking it (e.g. the C++), for its first load
+    rendered: object = None  # the backend's rendering, between pipeline.rendered_call and its load
     kernel: object = None  # the loaded backends.base.Kernel (pipeline.kernel_of)
     _access: object = None
 

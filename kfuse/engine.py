@@ -48,6 +48,7 @@ class Runtime:
         self.transforms = None  # pk.set_transforms: the transforms fused kernels get (None: KFUSE_TRANSFORMS)
         self.plans: dict = {}  # partition graph -> plan
         self.fused: dict = {}  # fused group key -> (kernel, arg_index)
+        self.rendered: dict = {}  # fused group key -> (rendered kernel, arg_index), until it is loaded
         self.records: deque = deque(maxlen=_RECORDS_KEPT)  # explain()'s flush records
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0

@@ -5,7 +5,8 @@
     schedule    schedule()          partition -> graph (fuser/graph.py) -> groups, a Reason at every split
     lower       lower_call/group    a call, or a group fused (fuser/build.py) and transformed -> Lowered
     render      backend.render      Lowered -> the backend's code (C++ for Kokkos)
-    compile     backend.load        -> a loaded Kernel (through the backend's cache)
+    compile     backend.load        -> a loaded Kernel (through the backend's cache; a partition's new kernels
+                                    are compiled together first, compile_ahead)
     launch      Kernel.launch       bounds + arguments -> reduction results
 
 Eager execution is a one-call schedule through the same stages (``execute``); its kernel is kept on the
@@ -52,13 +53,23 @@ def lower_call(prepared) -> Lowered:
                    workunit=prepared.workunit)
 
 
+def rendered_call(prepared):
+    """The rendered kernel of one specialisation, made once (kept until it is loaded)."""
+    rendered = prepared.rendered
+    if rendered is None:
+        backend = prepared.backend
+        translated, prepared.translated = prepared.translated, None  # a failed build is retried from scratch
+        rendered = prepared.rendered = backend.render(lower_call(prepared), translated)
+    return rendered
+
+
 def kernel_of(prepared):
     """The loaded kernel of one specialisation (made at its first launch, then kept on it)."""
     kernel = prepared.kernel
     if kernel is None:
-        backend = prepared.backend
-        translated, prepared.translated = prepared.translated, None  # a failed build is retried from scratch
-        kernel = prepared.kernel = backend.load(backend.render(lower_call(prepared), translated))
+        rendered = rendered_call(prepared)
+        prepared.rendered = None  # loaded, or failed to build: either way rendered again only if asked again
+        kernel = prepared.kernel = prepared.backend.load(rendered)
     return kernel
 
 
@@ -77,27 +88,67 @@ def _scalar_pattern(args: tuple) -> tuple:
     return tuple(classes.setdefault(scalar_key(a), len(classes)) for a in args if not hasattr(a, "ptr"))
 
 
-def fused_kernel(rt, graph, indices: list, group: list, args: tuple) -> tuple:
-    """(Kernel, arg_index) of a fused group: from ``rt``'s cache, the backend's store, or lowered anew."""
+def _fused_key(rt, graph, indices: list, group: list, args: tuple) -> tuple:
     backend = group[0].prepared.backend
     names = transforms.enabled() & backend.transforms
-    aliasing = graph.pattern_of(indices)
-    key = (backend.name, tuple(graph.nodes[i].kernel for i in indices), aliasing, _scalar_pattern(args), names)
+    return backend.name, tuple(graph.nodes[i].kernel for i in indices), graph.pattern_of(indices), \
+        _scalar_pattern(args), names
+
+
+def rendered_group(rt, graph, indices: list, group: list, args: tuple) -> tuple:
+    """(rendered kernel, arg_index) of a fused group not loaded yet: from the backend's store, or lowered and
+    rendered anew (then stored). Kept in ``rt`` until it is loaded."""
+    key = _fused_key(rt, graph, indices, group, args)
+    found = rt.rendered.get(key)
+    if found is None:
+        backend = group[0].prepared.backend
+        _, _, aliasing, scalars, names = key
+        digest = persist.key(group, aliasing, scalars, names) if backend.persistent else None
+        found = backend.stored(digest) if digest else None
+        if found is None:
+            lowered, arg_index = lower_group(group, args, names)
+            found = (backend.render(lowered), arg_index)
+            if digest:
+                backend.store(digest, *found)
+        rt.rendered[key] = found
+    return found
+
+
+def fused_kernel(rt, graph, indices: list, group: list, args: tuple) -> tuple:
+    """(Kernel, arg_index) of a fused group: from ``rt``'s cache, or rendered (``rendered_group``) and loaded."""
+    key = _fused_key(rt, graph, indices, group, args)
     entry = rt.fused.get(key)
     if entry is None:
-        digest = persist.key(group, aliasing, key[3], names) if backend.persistent else None
-        stored = backend.stored(digest) if digest else None
-        if stored is None:
-            lowered, arg_index = lower_group(group, args, names)
-            rendered = backend.render(lowered)
-            if digest:
-                backend.store(digest, rendered, arg_index)
-        else:
-            rendered, arg_index = stored
+        rendered, arg_index = rendered_group(rt, graph, indices, group, args)
+        del rt.rendered[key]  # loaded, or failed to build: either way rendered again only if asked again
         if len(rt.fused) >= _MAX_CACHED:
             rt.fused.clear()  # compiled libraries stay cached on disk; this only drops in-process handles
-        entry = rt.fused[key] = (backend.load(rendered), arg_index)
+        entry = rt.fused[key] = (group[0].prepared.backend.load(rendered), arg_index)
     return entry
+
+
+def compile_ahead(rt, graph, plan, calls: list) -> None:
+    """Render every kernel this partition will load and has not loaded yet, and let the backend compile them
+    together (Kokkos: one compiler per CPU), so a first flush waits for its slowest compile, not for the sum.
+
+    Only a head start: a group whose arguments are still pending Futures is left out, and anything failing
+    here is ignored, so the group's own run raises it where it belongs (and names the culprit)."""
+    wanted = []
+    for indices in plan.groups:
+        group = [calls[i] for i in indices]
+        if any(c.futures for c in group) or any(rt.failures.blocking(c) for c in group):
+            continue
+        try:
+            if len(group) > 1:
+                args = tuple(a for c in group for a in c.args)
+                if _fused_key(rt, graph, indices, group, args) not in rt.fused:
+                    wanted.append(rendered_group(rt, graph, indices, group, args)[0])
+            elif group[0].prepared.kernel is None:
+                wanted.append(rendered_call(group[0].prepared))
+        except KfuseError:
+            continue
+    if len(wanted) > 1:
+        calls[0].prepared.backend.compile_ahead(wanted)
 
 
 # --- launch -----------------------------------------------------------------------------------
@@ -118,6 +169,8 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     graph, plan, cached = schedule(rt, calls, fuse)
     record = explain.record(rt, calls, plan, time.perf_counter() - start, cached, fuse)
     failures = rt.failures
+    if len(plan.groups) > 1:
+        compile_ahead(rt, graph, plan, calls)
     for indices in plan.groups:
         group = [calls[i] for i in indices]
         if len(group) > 1 and not any(failures.blocking(c) for c in group):

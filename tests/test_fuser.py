@@ -4,6 +4,7 @@ Every test runs the same program twice, eagerly and with fusion on, on fresh dat
 results bit for bit (the fused kernel runs the same operations per element in the same order).
 Workunits live at module level and are shared, so the file compiles few kernels.
 """
+import dataclasses
 import re
 
 import numpy as np
@@ -573,3 +574,62 @@ def test_fused_kernels_are_remembered_across_processes(tmp_path):
     for run in ("first", "second"):
         proc = subprocess.run([sys.executable, str(script), run], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+# --- compiling a partition's new kernels together -------------------------------------------------------
+@pk.workunit
+def ahead_scale(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = 0.25 * x[i] + 4.0
+
+
+@pk.workunit
+def ahead_neighbours(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i - 1] + x[i + 1]
+
+
+@pk.workunit
+def ahead_broken(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = 7.0 * x[i]
+
+
+def three_groups(x, y, z, w):
+    policy = pk.RangePolicy(1, N - 1)
+    pk.parallel_for(policy, ahead_scale, x=x, y=y)
+    pk.parallel_for(policy, ahead_neighbours, x=y, y=z)  # reads neighbours of what the first wrote: a new group
+    pk.parallel_for(policy, ahead_broken, x=z, y=w)  # thread-local on z: fused with the second call
+
+
+@pytest.mark.backend("kokkos")  # the C++ compiler runs once per kernel, several at once
+def test_a_partitions_new_kernels_compile_together_and_a_failure_is_raised_in_turn(monkeypatch):
+    """compile_ahead starts every new kernel's compile before the first group runs; a kernel that fails to
+    compile still fails at its own group, naming its call, after the groups before it ran."""
+    from kfuse.backends import kokkos
+
+    real = kokkos.generate
+
+    def generate(src, spec, name, *restrict):
+        gen = real(src, spec, name, *restrict)
+        if "ahead_broken" in name:
+            gen = dataclasses.replace(gen, source=gen.source + '\nstatic_assert(false, "ahead breakage");\n')
+        return gen
+
+    monkeypatch.setattr(kokkos, "generate", generate)
+    monkeypatch.setattr(kokkos.KOKKOS, "stored", lambda digest: None)
+    for wu in (ahead_scale, ahead_neighbours, ahead_broken):
+        wu.specializations.clear()
+        wu.__dict__.pop("_kfuse_plans", None)
+    started = []
+    real_ahead = kokkos.KOKKOS.compile_ahead
+    monkeypatch.setattr(kokkos.KOKKOS, "compile_ahead", lambda rendered: (started.append(
+        sorted(r.generated.name for r in rendered)), real_ahead(rendered)))
+    x, y, z, w = (pk.View(N) for _ in range(4))
+    x[:] = data(7)
+    pk.enable_fusion()
+    three_groups(x, y, z, w)
+    with pytest.raises(pk.DeferredError, match="(?s)ahead_broken.*ahead breakage"):
+        np.asarray(w)
+    assert len(started) == 1 and "ahead_neighbours" in " ".join(started[0]) and len(started[0]) == 2
+    expected_y = np.zeros(N)  # the policy leaves both ends unwritten
+    expected_y[1:-1] = 0.25 * data(7)[1:-1] + 4.0
+    np.testing.assert_array_equal(np.asarray(y), expected_y)  # the groups before the failure ran
+    np.testing.assert_array_equal(np.asarray(z)[1:-1], expected_y[:-2] + expected_y[2:])

@@ -89,6 +89,9 @@ class Backend:
         """The kernel in this backend's language, carrying what ``load`` needs (a persistent backend keeps it)."""
         raise NotImplementedError  # pragma: no cover - interface
 
+    def compile_ahead(self, rendered: list) -> None:
+        """A hint: these kernels will be loaded soon; a compiling backend may start building them together."""
+
     def load(self, rendered) -> Kernel:
         """Compile (through the backend's cache) and load a rendered kernel."""
         raise NotImplementedError  # pragma: no cover - interface

@@ -6,11 +6,14 @@ packs arguments and launches, runtime/device.py keeps GPU copies coherent around
 """
 from __future__ import annotations
 
+import contextvars
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..codegen.kernel import GeneratedKernel, generate
 from ..compiler import fused as fused_store
-from ..compiler import toolchain
+from ..compiler import cache, toolchain
 from ..errors import ArgumentError
 from ..frontend.spec import KernelSpec
 from ..runtime import device, kokkos_runtime
@@ -29,6 +32,9 @@ class Rendered:
 class KokkosBackend(Backend):
     name = "kokkos"
     persistent = True
+
+    def __init__(self):
+        self._ahead: dict = {}  # Rendered -> Future of its cache.build, from compile_ahead
 
     def check_space(self, space: str, workunit: str) -> None:
         backends = toolchain.current().backends
@@ -54,8 +60,26 @@ class KokkosBackend(Backend):
         generated = translated or generate(lowered.source, lowered.spec, lowered.name, lowered.restrict)
         return Rendered(generated, lowered.spec, lowered.writes, lowered.fused)
 
+    def compile_ahead(self, rendered: list) -> None:
+        """Start the compiler for each kernel not in the cache yet, up to one per CPU; ``load`` takes the result
+        (or raises the compile's error) when the kernel's turn comes."""
+        if self._ahead:  # hints the pipeline gave up on (their groups were blocked by a failure): drop them
+            self._ahead = {r: f for r, f in self._ahead.items() if not f.done()}
+        todo = [r for r in dict.fromkeys(rendered) if r not in self._ahead]
+        if len(todo) < 2:
+            return
+        pool = ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1), thread_name_prefix="kfuse-cc")
+        for r in todo:
+            # each compile bumps the counters of the runtime in charge here, so it runs in a copy of this context
+            self._ahead[r] = pool.submit(contextvars.copy_context().run, cache.build, r.generated.name,
+                                         r.generated.source)
+        pool.shutdown(wait=False)
+
     def load(self, rendered: Rendered) -> CompiledKernel:
-        return CompiledKernel(rendered.generated, rendered.spec, fused=rendered.fused, writes=rendered.writes)
+        ahead = self._ahead.pop(rendered, None)
+        artifact = ahead.result() if ahead is not None else None  # a compile error is raised here, in turn
+        return CompiledKernel(rendered.generated, rendered.spec, fused=rendered.fused, writes=rendered.writes,
+                              artifact=artifact)
 
     def stored(self, digest: str):
         entry = fused_store.load(digest)

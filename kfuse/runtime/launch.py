@@ -42,14 +42,16 @@ class CompiledKernel:
     ``_load_and_call`` first, so a later launch loads the library again instead of calling unmapped code.
     """
 
-    def __init__(self, generated: GeneratedKernel, spec: KernelSpec, fused: bool = False, writes: tuple = ()):
-        """``writes``: per parameter, whether the kernel writes that View (device spaces keep copies coherent)."""
+    def __init__(self, generated: GeneratedKernel, spec: KernelSpec, fused: bool = False, writes: tuple = (),
+                 artifact=None):
+        """``writes``: per parameter, whether the kernel writes that View (device spaces keep copies coherent);
+        ``artifact``: the library if it was just built (cache.build's result), else it is looked up now."""
         kokkos_runtime.ensure_initialized()
         self.name = generated.name
         self.spec = spec
         self.fused = fused
         self._generated = generated  # to load (or rebuild) the library again after it was unloaded
-        self.artifact = cache.build(generated.name, generated.source)
+        self.artifact = artifact or cache.build(generated.name, generated.source)
         self.recent = True  # launched since the eviction sweep last passed it
         self._load()
         n_results = len(generated.result_format)
