@@ -41,8 +41,9 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         binding, policy, values = bind(wu, op, policy, positional, kwargs, rt.backend)
         if binding.direct and not rt.enabled and not rt.failures.lost:
             args = binding.args(values)  # eager, nothing lost to a failed call: no KernelCall needed
-            binding.prepared.backend.enter_thread()
-            results = kernel_of(binding.prepared).launch(policy_slots(policy), args)
+            prepared = binding.prepared
+            prepared.backend.enter_thread()
+            results = (prepared.kernel or kernel_of(prepared)).launch(policy_slots(policy), args)
             return results[0] if results else None
         call = binding.call(policy, values)
         if rt.enabled:

@@ -35,6 +35,9 @@ class KokkosBackend(Backend):
 
     def __init__(self):
         self._ahead: dict = {}  # Rendered -> Future of its cache.build, from compile_ahead
+        # Starts Kokkos at the first launch; other threads borrow its OpenMP instance. Bound here, not
+        # wrapped in a method: every eager launch calls it.
+        self.enter_thread = kokkos_runtime.enter_thread
 
     def check_space(self, space: str, workunit: str) -> None:
         backends = toolchain.current().backends
@@ -42,9 +45,6 @@ class KokkosBackend(Backend):
             raise ArgumentError(f"workunit '{workunit}': execution space {space} is not enabled in the Kokkos "
                                 f"kfuse compiles against ({toolchain.current().include_dir}; backends: "
                                 f"{', '.join(backends)}); choose another space or set KFUSE_KOKKOS_ROOT")
-
-    def enter_thread(self) -> None:
-        kokkos_runtime.enter_thread()  # starts Kokkos at the first launch; other threads borrow its OpenMP instance
 
     def host_access(self, view, write: bool) -> None:
         device.host_access(view, write)

@@ -20,7 +20,7 @@ from ..errors import ArgumentError, LaunchError, kernel_fault
 from ..frontend.spec import KernelSpec
 from ..policies import MDRangePolicy, RangePolicy
 from ..types import DType
-from .. import counters, guard, spaces
+from .. import context, counters, guard, spaces
 from . import device, kokkos_runtime
 
 _ERRLEN = 2048
@@ -108,9 +108,10 @@ class CompiledKernel:
             fault = kernel_fault(_err.value.decode(errors="replace"), self.name)
             fault.results = self._unpack(self._out) if self._unpack else ()  # the launch ran to its end
             raise fault
-        counters.bump("kernels_launched")
+        counts = context.current().counts  # counters.bump, inlined: this is every launch's path
+        counts["kernels_launched"] += 1
         if self.fused:
-            counters.bump("fused_kernels_launched")
+            counts["fused_kernels_launched"] += 1
         if profile is not None:
             profile.append((self.name, self._last_ns.value * 1e-9, self.fused))
         return self._unpack(self._out) if self._unpack else ()
