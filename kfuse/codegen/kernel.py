@@ -18,7 +18,6 @@ from ..ir.lower import lowered
 from ..types import DType
 from .cxx_names import cpp_type, ident, view_type
 from .printer import BodyPrinter, Unit
-from .translate import Sym, TEAM
 
 CODEGEN_VERSION = "1"
 _SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
@@ -66,26 +65,6 @@ def roles(src: KernelSource, spec: KernelSpec):
                         f"{spec.rank}", hint="parameters are: thread index(es), accumulator (reduce/scan), "
                                              "last_pass flag (scan), then your arguments")
     return names[:n_index], names[n_index:n_index + n_acc], names[n_index + n_acc:fixed]
-
-
-def body_scope(src: KernelSource, spec: KernelSpec, members: bool = True) -> dict:
-    """What the names a kernel body starts with stand for: parameters (functor ``members`` unless the body is
-    a free function), thread indices or the team handle, accumulators and the last_pass flag."""
-    index_names, acc_names, flag_names = roles(src, spec)
-    scope = {}
-    for name, t in spec.params:
-        scope[name] = Sym("view", t, ident(name), member=members) if t.is_view else \
-            Sym("scalar", t.dtype, ident(name), member=members)
-    if spec.policy == "team":
-        scope[index_names[0]] = Sym("team", TEAM, ident(index_names[0]))
-    else:
-        for n in index_names:
-            scope[n] = Sym("scalar", DType.int64, ident(n))
-    for n, dtype in zip(acc_names, spec.accs):
-        scope[n] = Sym("scalar", dtype, ident(n))
-    for n in flag_names:
-        scope[n] = Sym("scalar", DType.bool, ident(n))
-    return scope
 
 
 def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,

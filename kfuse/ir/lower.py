@@ -1,8 +1,8 @@
 """Lower a kernel's resolved Python AST to the typed IR, once its specialisation is known.
 
-The lowering types every value with the rules the C++ translator uses (``typing``), so the IR's types
-are the C++ program's. It accepts what the translator accepts and raises the same errors, at the same
-places, for what it does not.
+The lowering types every value with the kernel typing rules (``typing``), which are what the emitted C++
+computes, so the IR's types are the C++ program's. It raises the user's syntax and type errors, pointing
+at the source they are about.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def lowered(source, spec) -> ir.Kernel:
 
 
 class _Helpers:
-    """The ``@pk.function`` instances a kernel calls, numbered in the order the translator numbers them."""
+    """The ``@pk.function`` instances a kernel calls, numbered in the order their first calls are lowered."""
 
     def __init__(self, sources: dict):
         self.sources = sources  # name -> KernelSource

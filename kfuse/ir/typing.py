@@ -1,4 +1,4 @@
-"""Kernel typing rules, shared by the IR lowering and the C++ translator so both give every value one type.
+"""Kernel typing rules: the type the IR lowering gives every value.
 
 Python's operators keep Python's meaning (``/`` is true division, integers compute in 64 bits); the
 result types are what the emitted C++ computes. Locals take their annotation, else the join of every
@@ -153,7 +153,7 @@ def helper_params(name: str, src, arg_types: tuple, node, caller) -> list:
     typed = []
     for a, t in zip(params, arg_types):
         want = annotation_dtype(src.annotations.get(a.arg))
-        typed.append((a.arg, want if want is not None and not is_view(t) else t))
+        typed.append((a.arg, want if want is not None and not isinstance(t, ViewType) else t))
     return typed
 
 
@@ -163,11 +163,6 @@ def helper_return(src, return_types: list) -> DType | None:
     if ret is None and return_types:
         ret = promote_all(return_types)
     return ret
-
-
-def is_view(t) -> bool:
-    """Whether a type (the translator's ArgType or the IR's ViewType) is a View's."""
-    return isinstance(t, ViewType) or getattr(t, "is_view", False)
 
 
 def lambda_acc_type(node: ast.FunctionDef) -> DType | None:
