@@ -117,7 +117,7 @@ _HELPER = re.compile(r"^KOKKOS_INLINE_FUNCTION (\S+) (\w+)_h(\d+)\(", re.M)
 
 
 @pytest.mark.parametrize("make", CALLS)
-def test_types_are_the_translators(make):
+def test_types_are_the_ones_the_cpp_declares(make):
     """The IR's hoisted locals and helper return types are the ones the C++ declares."""
     call = make()
     kernel = _ir_of(call)
@@ -157,17 +157,17 @@ def test_promotion_rules_show_as_casts_in_the_ir():
     assert "out[i] = (abs(a[i]) + max(int64(a[i]), int64(b[i])))  : int64" in text
 
 
-def test_lowering_raises_the_translators_errors():
+def test_lowering_raises_the_errors_a_call_raises():
     @pk.workunit
     def bad(i, x):
         x[i] = x[i][0]
 
-    with pytest.raises(KfuseError) as translated:
+    with pytest.raises(KfuseError) as at_call:
         prepare(bad, "for", N, (), dict(x=pk.View([N])))
     spec = KernelSpec("for", "range", 1, (("x", ArgType("view", DType.float64, 1, "right")),), (), "OpenMP")
-    with pytest.raises(type(translated.value)) as lowered:
+    with pytest.raises(type(at_call.value)) as lowered:
         lower(normalize(bad.parsed), spec)
-    assert str(lowered.value) == str(translated.value)
+    assert str(lowered.value) == str(at_call.value)
 
 
 # --- access analysis ---------------------------------------------------------------------------------

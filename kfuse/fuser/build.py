@@ -11,9 +11,9 @@ import ast
 import copy
 import hashlib
 
-from ..codegen.translate import mark_origin
 from ..frontend.normalize import BUILTIN_CALLS, KernelSource
 from ..frontend.spec import KernelSpec
+from ..ir.lower import mark_origin
 
 _MAX_NAME = 48
 

@@ -38,6 +38,14 @@ def roles(source, spec) -> tuple:
     return names[:n_index], names[n_index:n_index + n_acc], names[n_index + n_acc:n_index + n_acc + n_flag]
 
 
+def mark_origin(tree: ast.AST, workunit: str, filename: str, member: int) -> None:
+    """Tag every node of a fused member's AST before fusion renames it (``kf_origin``, read by ``loc`` and
+    ``user_view`` below): faults in the fused kernel then name the member (its position, workunit, file and,
+    for Views, its own parameter name), as the unfused call would."""
+    for node in ast.walk(tree):
+        node.kf_origin = (workunit, filename, getattr(node, "id", None), member)
+
+
 def lower(source, spec) -> ir.Kernel:
     """The IR of ``source`` (a ``KernelSource``) specialised as ``spec`` (a ``KernelSpec``)."""
     index_names, acc_names, flag_names = roles(source, spec)
