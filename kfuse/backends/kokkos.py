@@ -68,7 +68,8 @@ class KokkosBackend(Backend):
         todo = [r for r in dict.fromkeys(rendered) if r not in self._ahead]
         if len(todo) < 2:
             return
-        pool = ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1), thread_name_prefix="kfuse-cc")
+        cpus = len(os.sched_getaffinity(0))  # the CPUs this process may use (taskset, containers), not the host's
+        pool = ThreadPoolExecutor(max_workers=min(len(todo), cpus), thread_name_prefix="kfuse-cc")
         for r in todo:
             # each compile bumps the counters of the runtime in charge here, so it runs in a copy of this context
             self._ahead[r] = pool.submit(contextvars.copy_context().run, cache.build, r.generated.name,
