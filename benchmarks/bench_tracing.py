@@ -3,11 +3,11 @@
 Prints medians over ``--repeats``:
 
 (a) microseconds per ``pk.parallel_for`` while tracing (argument binding + logging, nothing runs), the
-    logging part alone (``Tracer.log``), and an eager call (argument binding + launch) of the same kernel;
+    logging part alone (``Runtime.log``), and an eager call (argument binding + launch) of the same kernel;
 (b) microseconds for the dependency walk of one host access over a trace of N pending entries: a read of
     an unrelated View (walks everything, takes nothing) and a read that needs every entry (a chain);
 (c) end-to-end time of a time-step loop, eager vs traced-without-fusion (each partition runs call by
-    call through the runner), for small kernels (launch-bound) and large ones (memory-bound), and the
+    call through the pipeline), for small kernels (launch-bound) and large ones (memory-bound), and the
     overhead of tracing in percent. On a small shared machine the launch-bound loop depends strongly on how
     idle OpenMP threads wait (OMP_WAIT_POLICY): try ``OMP_WAIT_POLICY=passive`` and ``KFUSE_NUM_THREADS=1``.
 
@@ -52,7 +52,7 @@ def median_time(fn, repeats: int) -> float:
 
 
 def logging_cost(calls: int, repeats: int) -> tuple:
-    """µs per parallel_for over 8 elements: (traced call, of which Tracer.log, eager call)."""
+    """µs per parallel_for over 8 elements: (traced call, of which Runtime.log, eager call)."""
     x, y = pk.View(8), pk.View(8)
     pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)  # build/load once
     tracer = context.current()
@@ -144,7 +144,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f}")
 
     traced_us, log_us, eager_us = logging_cost(args.calls, args.repeats)
-    print(f"(a) per parallel_for: traced {traced_us:.2f} us (of which Tracer.log {log_us:.2f} us), "
+    print(f"(a) per parallel_for: traced {traced_us:.2f} us (of which Runtime.log {log_us:.2f} us), "
           f"eager {eager_us:.2f} us (argument binding + launch)")
 
     print("(b) dependency walk of one host access over N pending entries:")

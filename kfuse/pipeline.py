@@ -34,10 +34,11 @@ _MAX_CACHED = 4096  # plans/fused kernels kept; a program whose ranges change ev
 
 # --- schedule ---------------------------------------------------------------------------------
 def schedule(rt, calls: list, fuse: bool) -> tuple:
-    """(graph, plan, cached?) of a partition; plans are cached in ``rt`` by graph."""
-    graph = graphs.of(calls)
+    """(graph, plan, cached?) of a partition; plans are cached in ``rt`` by graph. Unfused (fusion off, or one
+    call) there is nothing to decide and no graph is built (None)."""
     if not fuse or len(calls) < 2:
-        return graph, planner.unfused(graph), False
+        return None, planner.unfused(len(calls)), False
+    graph = graphs.of(calls)
     plan = rt.plans.get(graph)
     if plan is not None:
         return graph, plan, True

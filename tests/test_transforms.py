@@ -1,6 +1,6 @@
 """The fused-kernel transforms: each pass on small hand-made kernels (through ``check_pass``: flag,
 structure, idempotence, input untouched, ``verify``), then numerically: every transform alone and all
-together, on fused programs run through the real runner, must give eager execution's results.
+together, on fused programs run through the real pipeline, must give eager execution's results.
 
 Kernels are built from ``prepare``d calls without running them; where a pass's output is also run, it
 is launched directly (``launch``) and compared with running the calls one by one.
@@ -600,7 +600,7 @@ def test_manager_order_and_enabled_set(monkeypatch):
         pk.set_transforms(["args", "loop"])
 
 
-# --- numerically: every transform alone and all together, through the runner ------------------------------------
+# --- numerically: every transform alone and all together, through the pipeline ------------------------------------
 SETTINGS = [["args"], ["loops"], ["restrict"], ["memory"], list(manager.NAMES)]
 SETTING_IDS = ["args", "loops", "restrict", "memory", "all"]
 

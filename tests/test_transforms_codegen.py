@@ -104,7 +104,7 @@ def test_figure2_one_loop_one_param_per_array_restrict_and_one_read_of_b():
 
 
 def test_runner_compiles_the_transformed_kernel(tmp_path, monkeypatch):
-    """Through the tracer: the C++ the runner compiles is the transformed kernel's (KFUSE_DUMP_DIR)."""
+    """Through the tracer: the C++ the pipeline compiles is the transformed kernel's (KFUSE_DUMP_DIR)."""
     monkeypatch.setenv("KFUSE_DUMP_DIR", str(tmp_path))
     A, B, C = pk.View((T, N)), data((T, N), 2), pk.View((T, N))
     with pk.fusion():

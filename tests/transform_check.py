@@ -45,7 +45,7 @@ def call(wu, policy, /, **kwargs):
 
 
 def fused(*calls) -> FusedKernel:
-    """The untransformed fused kernel of ``calls``, as the runner builds it."""
+    """The untransformed fused kernel of ``calls``, as the pipeline builds it."""
     source, spec, _ = build.build(list(calls))
     args = tuple(a for c in calls for a in c.args)
     return FusedKernel(source, spec, tuple(range(len(args))), args)

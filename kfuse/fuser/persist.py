@@ -1,6 +1,6 @@
 """Fused kernels remembered across processes: the transformed C++ for a group, keyed by its content.
 
-Within a process the runner keys fused kernels by specialisation numbers; a new process would rebuild,
+Within a process the pipeline keys fused kernels by specialisation numbers; a new process would rebuild,
 re-transform and regenerate every group before the compiled-library cache could even be asked (about
 25 ms a group). This stores the outcome (generated C++, spec, parameter map, written Views) under a key made
 of everything it depends on: kfuse's own source, each member kernel's resolved AST and specialisation, the

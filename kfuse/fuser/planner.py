@@ -84,9 +84,9 @@ def plan(graph: Graph) -> Plan:
     return result
 
 
-def unfused(graph: Graph) -> Plan:
-    """Every call its own group (fusion off, or a partition of one call)."""
-    return Plan(groups=[[i] for i in range(len(graph.nodes))])
+def unfused(count: int) -> Plan:
+    """Every one of ``count`` calls its own group (fusion off, or a partition of one call)."""
+    return Plan(groups=[[i] for i in range(count)])
 
 
 def pair_conflict(graph: Graph, a: Node, b: Node) -> Reason | None:

@@ -1,1 +1,1 @@
-"""Tracer: delays kernel calls into a versioned trace and runs exactly what a host read needs."""
+"""The pending trace (trace.py) and what failed delayed calls leave behind (failures.py)."""
