@@ -1,6 +1,5 @@
 """Shared helpers of the fuser tests: run a program eagerly and fused, and compare the two exactly."""
 import numpy as np
-import pytest
 
 import kfuse as pk
 from kfuse import context

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse import context
 
 pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 

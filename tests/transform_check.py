@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 
 import numpy as np
-import pytest
 
 import kfuse as pk
 from kfuse import context
