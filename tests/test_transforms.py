@@ -119,6 +119,20 @@ def mirror(tid: int, N: int, A: pk.View2D[pk.double], C: pk.View2D[pk.double]):
 
 
 @pk.workunit
+def guarded_pair(tid: int, N: int, A: pk.View2D[pk.double], C: pk.View2D[pk.double]):
+    k: int = 0
+    while k < 1:
+        k += 1
+    if tid >= 0:
+        for i in range(N):
+            A[tid][i] = 1.0 * tid
+        for j in range(N):
+            C[tid][j] = A[tid][j] + 1.0
+        for i in range(N):
+            C[tid][i] += A[tid][1 + i]  # the next element, written by the next iteration of the first loop
+
+
+@pk.workunit
 def countdown(i: int, n: int, x: pk.View1D[pk.double]):
     while n > 0:
         x[i] += 1.0
@@ -370,6 +384,14 @@ def test_loops_compares_aliasing_views_by_storage():
     kernel = fused(*calls)
     check_pass(loops_pass.run, kernel, False)
     assert_launch_matches_eager(calls, transformed(kernel, *manager.NAMES), [X, C])
+
+
+def test_loops_reads_the_ir_loop_of_each_for_inside_compound_statements():
+    A, C = pk.View((T, N + 1)), pk.View((T, N))
+    calls = [call(guarded_pair, T, N=N, A=A, C=C)]
+    merged = check_pass(loops_pass.run, fused(*calls), True, lambda out: n_loops(out) == 2)
+    assert "k0_A[i0][1 + k0_i]" in text(merged)
+    assert_launch_matches_eager(calls, merged, [A, C])
 
 
 def test_loops_refuses_bounds_read_from_an_array_the_first_loop_writes():

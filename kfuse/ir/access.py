@@ -50,13 +50,18 @@ class Analysis:
     accesses: tuple  # Access, in evaluation order
     assigned: frozenset  # names the kernel assigns (locals, parameters, thread indices, loop variables)
     returns: bool  # the kernel's own body can return early (nested defs' returns excluded)
+    loops: tuple = ()  # (For, the Accesses of its body), so a transform can reason about one loop
+
+    def in_loop(self, loop: ir.For) -> tuple:
+        """The accesses of ``loop``'s body (the very node, not one written alike)."""
+        return next(found for node, found in self.loops if node is loop)
 
 
 def analyse(kernel: ir.Kernel) -> Analysis:
     assigned = frozenset(assigned_names(kernel.body))
     walker = _Walker(kernel, assigned)
     walker.block(kernel.body, frozenset(n for n, t in kernel.threads if t == DType.int64 and n not in assigned))
-    return Analysis(tuple(walker.found), assigned, _returns(kernel.body))
+    return Analysis(tuple(walker.found), assigned, _returns(kernel.body), tuple(walker.loops))
 
 
 def assigned_names(stmts) -> set:
@@ -70,6 +75,33 @@ def assigned_names(stmts) -> set:
         for inner in _bodies(s):
             names |= assigned_names(inner)
     return names
+
+
+def names_read(stmts) -> set:
+    """Names whose value is read anywhere under ``stmts`` (nested defs too), Views handed to helpers included."""
+    names: set = set()
+    for s in stmts:
+        for e in _expressions(s):
+            names |= referenced(e, views=False)
+        for inner in _bodies(s):
+            names |= names_read(inner)
+    return names
+
+
+def referenced(e, views: bool = True) -> set:
+    """Names ``e`` reads, with (``views``) the Views whose elements or extents it reads."""
+    names = {e.id} if isinstance(e, ir.Name) else set()
+    if views and isinstance(e, (ir.Load, ir.Atomic, ir.Extent)):
+        names.add(e.view)
+    for child in _children(e):
+        names |= referenced(child, views)
+    return names
+
+
+def leaves_early(stmts) -> bool:
+    """A break, continue or return anywhere under ``stmts``, inner loops and nested defs included."""
+    return any(isinstance(s, (ir.Break, ir.Continue, ir.Return)) or any(leaves_early(b) for b in _bodies(s))
+               for s in stmts)
 
 
 def _bodies(s) -> tuple:
@@ -90,6 +122,7 @@ class _Walker:
         self.views = kernel.views
         self.symbols = {n for n, t in kernel.scalars.items() if t.is_int and n not in assigned}
         self.found: list = []
+        self.loops: list = []
 
     def block(self, stmts, variables: frozenset) -> None:
         for s in stmts:
@@ -105,7 +138,9 @@ class _Walker:
             for e in (s.start, s.stop, s.step):
                 self.expr(e, variables)
             reassigned = s.var in assigned_names(s.body)
+            first = len(self.found)
             self.block(s.body, variables - {s.var} if reassigned else variables | {s.var})
+            self.loops.append((s, tuple(self.found[first:])))
         elif isinstance(s, ir.Lambda):
             self.block(s.body, variables - {n for n, _ in s.params})
         else:
@@ -136,6 +171,10 @@ def _expressions(s) -> tuple:
     """The expressions a statement evaluates itself (not those of nested statements)."""
     if isinstance(s, (ir.Assign, ir.Accumulate, ir.Eval)):
         return (s.value,)
+    if isinstance(s, ir.Store):
+        return (s.value,) + s.indices
+    if isinstance(s, ir.For):
+        return (s.start, s.stop, s.step)
     if isinstance(s, (ir.If, ir.While)):
         return (s.test,)
     if isinstance(s, ir.Return):
