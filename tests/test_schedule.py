@@ -47,16 +47,17 @@ SCAN = kernel("scan", {}, refuse="a scan (parallel_scan) has a cross-thread depe
 
 
 def node(number, pattern, views, bounds=((0, 100),), policy="RangePolicy", space="OpenMP", producers=(),
-         helpers=()) -> Node:
-    return Node(number, f"k{number}", space, policy, bounds, tuple(views), (), tuple(producers), tuple(helpers),
-                pattern)
+         helpers=()) -> tuple:
+    """(Node, its kernel's safety pattern)."""
+    return Node(number, f"k{number}", space, policy, bounds, tuple(views), (), tuple(producers), tuple(helpers)), \
+        pattern
 
 
 def groups(*nodes, overlaps=None) -> tuple:
     """(groups, [(split index, Split kind)]) of a graph; by default every storage overlaps only itself."""
-    storages = {s for n in nodes for _, s in n.views}
+    storages = {s for n, _ in nodes for _, s in n.views}
     pairs = frozenset((s, s) for s in storages) | frozenset(overlaps or ())
-    result = plan(Graph(tuple(nodes), pairs))
+    result = plan(Graph(tuple(n for n, _ in nodes), pairs, tuple(p for _, p in nodes)))
     return result.groups, [(i, r.kind) for i, r in result.boundaries]
 
 
@@ -104,8 +105,8 @@ def test_groups_are_greedy_in_trace_order():
 
 def test_equal_graphs_are_one_plan_cache_entry():
     """Graphs hold no addresses: the same partition over new arrays is the same key."""
-    one = Graph((node(1, WRITE_X, [("x", 0)]),), frozenset({(0, 0)}))
-    two = Graph((node(1, WRITE_X, [("x", 0)]),), frozenset({(0, 0)}))
+    one = Graph((node(1, WRITE_X, [("x", 0)])[0],), frozenset({(0, 0)}), (WRITE_X,))
+    two = Graph((node(1, WRITE_X, [("x", 0)])[0],), frozenset({(0, 0)}), (READ_NEIGHBOUR,))
     assert one == two and hash(one) == hash(two) and {one: "plan"}[two] == "plan"
 
 
@@ -181,8 +182,12 @@ def test_the_graph_of_calls_numbers_storages_by_first_use():
     half = x.subview(slice(0, N // 2))
     calls = [prepare(s_scale, "for", N // 2, (), {"x": half, "y": y}),
              prepare(s_scale, "for", N // 2, (), {"x": y, "y": x})]
+    calls.append(prepare(s_neighbours, "for", N // 2, (), {"x": x, "y": y}))
     graph = graphs.of(calls)
-    assert [n.views for n in graph.nodes] == [(("x", 0), ("y", 1)), (("x", 1), ("y", 2))]
+    assert [n.name for n in graph.nodes] == ["s_scale", "s_scale", "s_neighbours"]
+    kernels = [n.kernel for n in graph.nodes]
+    assert kernels[0] == kernels[1] != kernels[2]  # one specialisation, one number; another kernel, another
+    assert [n.views for n in graph.nodes][:2] == [(("x", 0), ("y", 1)), (("x", 1), ("y", 2))]
     assert graph.overlaps == {(0, 0), (1, 1), (2, 2), (0, 2)}  # the subview shares x's bytes
     assert graph.pattern_of([1]) == ((0, 1), ())
 

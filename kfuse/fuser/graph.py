@@ -14,15 +14,17 @@ import ast
 import hashlib
 import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..views import storage_key
-from .safety import KernelPattern, pattern_of
+from .safety import pattern_of
 
 _uids = itertools.count(1)
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
+    """One call (a tuple: hashing and comparing graphs, the plan cache's keys, runs at C speed)."""
+
     kernel: int  # process-unique number of the specialisation (never ``id()``, which Python reuses)
     name: str
     space: str
@@ -32,13 +34,14 @@ class Node:
     offsets: tuple = ()  # ((scalar parameter, value or None while it is a pending Future), ...)
     producers: tuple = ()  # partition indices of the calls whose Futures this call takes (-1: done elsewhere)
     helpers: tuple = ()  # ((helper name, digest of its resolved code), ...)
-    pattern: KernelPattern = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class Graph:
     nodes: tuple
     overlaps: frozenset = frozenset()  # {(storage a, storage b), a <= b}: storages sharing bytes ((a, a): not empty)
+    # each node's safety analysis (fuser/safety.py); a function of its kernel number, so not part of the key
+    patterns: tuple = field(default=(), compare=False, repr=False)
 
     def overlap(self, a: int, b: int) -> bool:
         return (min(a, b), max(a, b)) in self.overlaps
@@ -54,10 +57,17 @@ class Graph:
 
 
 def kernel_number(prepared) -> int:
-    number = prepared.__dict__.get("_fuse_uid")
-    if number is None:
-        number = prepared.__dict__["_fuse_uid"] = next(_uids)
-    return number
+    return _static(prepared)[0]
+
+
+def _static(prepared) -> tuple:
+    """What a call's node takes from its specialisation alone, worked out once per specialisation:
+    (kernel number, name, space, helpers, safety pattern)."""
+    found = prepared.__dict__.get("_graph_static")
+    if found is None:
+        found = prepared.__dict__["_graph_static"] = (next(_uids), prepared.name, prepared.spec.space,
+                                                      _helpers(prepared.source), pattern_of(prepared))
+    return found
 
 
 def _helper_digest(source) -> str:
@@ -84,26 +94,26 @@ def of(calls) -> Graph:
     storages: dict = {}
     extents = []
     position = {id(c): i for i, c in enumerate(calls)}
-    nodes = []
+    nodes, patterns = [], []
     for call in calls:
         prepared = call.prepared
-        pattern = pattern_of(prepared)
+        kernel, kernel_name, space, helpers, pattern = _static(prepared)
         views, offsets = [], []
-        for (name, t), value in zip(prepared.spec.params, call.args):
+        for (param, t), value in zip(prepared.spec.params, call.args):
             if t.is_view:
                 key = storage_key(value)
-                number = storages.get(key)
-                if number is None:
-                    number = storages[key] = len(storages)
-                    extents.append((value.bounds, number))
-                views.append((name, number))
-            elif name in pattern.offset_params:
-                offsets.append((name, None if value is None else int(value)))
+                storage = storages.get(key)
+                if storage is None:
+                    storage = storages[key] = len(storages)
+                    extents.append((value.bounds, storage))
+                views.append((param, storage))
+            elif param in pattern.offset_params:
+                offsets.append((param, None if value is None else int(value)))
         producers = tuple(position.get(id(f.call), -1) if f.call is not None else -1 for _, f in call.futures)
         kind, bounds = _policy(call.policy)
-        nodes.append(Node(kernel_number(prepared), prepared.name, prepared.spec.space, kind, bounds, tuple(views),
-                          tuple(offsets), producers, _helpers(prepared.source), pattern))
-    return Graph(tuple(nodes), _overlapping(extents))
+        nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers))
+        patterns.append(pattern)
+    return Graph(tuple(nodes), _overlapping(extents), tuple(patterns))
 
 
 def _overlapping(extents: list) -> frozenset:

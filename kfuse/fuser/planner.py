@@ -61,7 +61,7 @@ def start_reason(graph: Graph, group: list, index: int) -> Reason | None:
         for name, digest in nodes[i].helpers:
             if helpers.get(name, digest) != digest:
                 return Reason(Split.HELPER_CLASH, f"two different helper functions are both named '{name}'")
-        reason = pair_conflict(graph, nodes[i], node)
+        reason = pair_conflict(graph, i, index)
         if reason:
             return reason
     return None
@@ -89,9 +89,10 @@ def unfused(count: int) -> Plan:
     return Plan(groups=[[i] for i in range(count)])
 
 
-def pair_conflict(graph: Graph, a: Node, b: Node) -> Reason | None:
-    """None if calls a then b may run as one kernel (the proof is in fuser/safety.py's docstring)."""
-    pa, pb = a.pattern, b.pattern
+def pair_conflict(graph: Graph, first: int, second: int) -> Reason | None:
+    """None if calls ``first`` then ``second`` may run as one kernel (the proof is in fuser/safety.py's docstring)."""
+    a, b = graph.nodes[first], graph.nodes[second]
+    pa, pb = graph.patterns[first], graph.patterns[second]
     for node, pat in ((a, pa), (b, pb)):
         if pat.refuse:
             return Reason(Split.KERNEL, f"{node.name}: {pat.refuse}")

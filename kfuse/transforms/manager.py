@@ -9,6 +9,7 @@ redundant-access elimination last (which sees merged names and merged loops). En
 from __future__ import annotations
 
 import ast
+import functools
 
 from .. import config, context
 from ..errors import KfuseError
@@ -20,6 +21,7 @@ from .ir import FusedKernel
 PASSES = (("args", args.run), ("loops", loops.run), ("restrict", restrict.run), ("memory", memory.run))
 NAMES = tuple(name for name, _ in PASSES)
 
+@functools.lru_cache(maxsize=32)  # every flush asks for the enabled set
 def parse(text: str) -> frozenset:
     text = text.strip().lower()
     if text in ("", "none"):
