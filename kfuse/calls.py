@@ -159,8 +159,8 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
     else:
         raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' got {type(value).__name__}; kernels "
                             "take Views, NumPy arrays, and int/float/bool scalars")
-    if want is None:
-        return ArgType("scalar", DType.int64 if got.is_int else got)
+    if want is None:  # integers widen to int64 (one specialisation for all), except uint64 values, which would not fit
+        return ArgType("scalar", DType.int64 if got.is_int and got is not DType.uint64 else got)
     if want.is_int and got.is_float:
         raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is annotated {want.name} but got a float")
     return ArgType("scalar", want)

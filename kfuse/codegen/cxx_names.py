@@ -12,8 +12,10 @@ nullptr operator or or_eq private protected public register reinterpret_cast ret
 static_assert static_cast struct switch template this thread_local throw true try typedef typeid typename union
 unsigned using virtual void volatile wchar_t while xor xor_eq main printf exp log sqrt pow abs min max std
 Kokkos int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t""".split())
-# Names the generated functor declares itself, and lower-case macros of the C/C++ headers kernels include.
-GENERATED_NAMES = frozenset("Functor member_type value_type KfExec KfMem".split())
+# Names the generated functor declares itself or Kokkos looks up in a functor (a data member named ``init`` would
+# hide the reducer's ``init()``), and lower-case macros of the C/C++ headers kernels include.
+GENERATED_NAMES = frozenset("""Functor member_type value_type KfExec KfMem init join final value_count
+team_shmem_size shmem_size execution_space work_tag reference_type pointer_type array_layout size_type""".split())
 LOWERCASE_MACROS = frozenset("errno stdin stdout stderr assert offsetof alloca math_errhandling".split())
 
 

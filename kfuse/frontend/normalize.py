@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import types as kt
 from ..errors import UnsupportedSyntaxError
-from .workunit import Function, ParsedFunction
+from .workunit import Function, ParsedFunction, Workunit
 
 # Canonical names of the math functions kernels may call, keyed by the Python objects users reach them by.
 MATH_NAMES = ("sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
@@ -153,6 +153,9 @@ class _Resolver(ast.NodeTransformer):
         return ast.copy_location(ast.Name(id=fn.__name__, ctx=ast.Load()), node)
 
     def visit_Call(self, node):
+        """Calls resolve as Python would, except that a bare math name bound to a workunit (``def sin`` made a
+        workunit after ``from math import sin``) means the math function: a workunit cannot be called from a
+        kernel, and PyKokkos, which translates calls by name, reads it so."""
         node.args = [self.visit(a) for a in node.args]
         node.keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value)) for k in node.keywords]
         func = node.func
@@ -161,6 +164,8 @@ class _Resolver(ast.NodeTransformer):
         if isinstance(func, ast.Name) and func.id in BUILTIN_CALLS and func.id not in self.parsed.namespace:
             return node
         target = self._evaluate(func)
+        if isinstance(target, Workunit) and isinstance(func, ast.Name) and func.id in MATH_NAMES:
+            target = getattr(math, func.id, None) or getattr(np, func.id)
         if isinstance(target, Function):
             node.func = self._helper_name(target, func)
             return node
@@ -175,6 +180,14 @@ class _Resolver(ast.NodeTransformer):
                                                     ctx=ast.Load()), func)
         return node
 
+    def _evaluate_type(self, node):
+        """Like ``_evaluate``, but a bare dtype name the program never bound (``x: double``, as PyKokkos reads
+        annotations by name) denotes that dtype."""
+        if isinstance(node, ast.Name) and node.id not in self.parsed.namespace and not hasattr(builtins, node.id) \
+                and isinstance(getattr(kt, node.id, None), kt.DType):
+            return getattr(kt, node.id)
+        return self._evaluate(node)
+
     def resolve_annotation(self, ann):
         if ann is None:
             return None
@@ -183,9 +196,9 @@ class _Resolver(ast.NodeTransformer):
         try:
             if isinstance(ann, ast.Subscript):
                 base = self._evaluate(ann.value)
-                arg = self._evaluate(ann.slice)
+                arg = self._evaluate_type(ann.slice)
                 return base[arg]
-            return self._evaluate(ann)
+            return self._evaluate_type(ann)
         except Exception as exc:  # noqa: BLE001 - any failure here is a bad annotation
             if isinstance(exc, UnsupportedSyntaxError):
                 raise
