@@ -6,6 +6,7 @@ meaning when a workunit runs in the Debug space (the Python interpreter).
 from __future__ import annotations
 
 import math
+import operator
 import sys
 
 import numpy as np
@@ -44,46 +45,38 @@ def _index(view, index):
     return tuple(index) if isinstance(index, (list, tuple)) else (index,)
 
 
-def atomic_fetch_add(view, index, value):
-    i = _index(view, index)
-    old = view[i]
-    view[i] = old + value
-    return old
+def _c_div(a, b):
+    """C++'s ``a / b``, as Kokkos' atomic_fetch_div computes it."""
+    from .backends.interp import c_divide
+
+    return c_divide(a, b)
 
 
-def atomic_fetch_sub(view, index, value):
-    i = _index(view, index)
-    old = view[i]
-    view[i] = old - value
-    return old
+def _c_mod(a, b):
+    """C++'s ``a % b``: the sign of the dividend."""
+    return a - b * _c_div(a, b)
 
 
-def atomic_fetch_max(view, index, value):
-    i = _index(view, index)
-    old = view[i]
-    view[i] = max(old, value)
-    return old
+_ATOMIC_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": _c_div, "mod": _c_mod,
+               "max": max, "min": min, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+               "lshift": operator.lshift, "rshift": operator.rshift}
 
 
-def atomic_fetch_min(view, index, value):
-    i = _index(view, index)
-    old = view[i]
-    view[i] = min(old, value)
-    return old
+def _atomic(name: str, op, fetch: bool):
+    """``pk.atomic_fetch_<op>(view, [indices], value)`` (returns the old value) or ``pk.atomic_<op>`` (nothing)."""
+    def atomic(view, index, value):
+        i = _index(view, index)
+        old = view[i]
+        view[i] = op(old, value)
+        return old if fetch else None
+
+    atomic.__name__ = atomic.__qualname__ = name
+    return atomic
 
 
-def atomic_fetch_and(view, index, value):
-    i = _index(view, index)
-    old = view[i]
-    view[i] = old & value
-    return old
-
-
-def atomic_fetch_or(view, index, value):
-    i = _index(view, index)
-    old = view[i]
-    view[i] = old | value
-    return old
+for _op, _fn in _ATOMIC_OPS.items():
+    globals()[f"atomic_fetch_{_op}"] = _atomic(f"atomic_fetch_{_op}", _fn, True)
+    globals()[f"atomic_{_op}"] = _atomic(f"atomic_{_op}", _fn, False)
 
 
 def atomic_exchange(view, index, value):
@@ -101,28 +94,12 @@ def atomic_compare_exchange(view, index, expected, desired):
     return old
 
 
-def atomic_add(view, index, value):
-    atomic_fetch_add(view, index, value)
-
-
-def atomic_sub(view, index, value):
-    atomic_fetch_sub(view, index, value)
-
-
-def atomic_max(view, index, value):
-    atomic_fetch_max(view, index, value)
-
-
-def atomic_min(view, index, value):
-    atomic_fetch_min(view, index, value)
-
-
 def atomic_increment(view, index):
-    atomic_fetch_add(view, index, 1)
+    atomic_add(view, index, 1)  # noqa: F821 - made above
 
 
 def atomic_decrement(view, index):
-    atomic_fetch_sub(view, index, 1)
+    atomic_sub(view, index, 1)  # noqa: F821 - made above
 
 
 def printf(fmt: str, *args) -> None:

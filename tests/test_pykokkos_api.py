@@ -120,3 +120,276 @@ def test_bare_double_annotation(backend):
         return np.asarray(y).copy()
 
     eager_and_fused(program, 1.5 * np.arange(N) + 0.25)
+
+
+# --- Atomics: many threads race on few elements, so a non-atomic update would lose some ------------------------
+SPACES = [pytest.param("kokkos", "openmp"), pytest.param("python", "openmp", marks=pytest.mark.backend("python")),
+          pytest.param("kokkos", "debug")]
+BINS = 4
+THREADS = 64
+i = np.arange(THREADS)
+bins = i % BINS
+#: op -> (NumPy ufunc applied in any order, initial bins, values per thread) for int64; floats for the ops C++ has
+ATOMIC_CASES = {
+    "add": (np.add, np.zeros(BINS), (i * 7) % 13 - 5),
+    "sub": (np.subtract, np.zeros(BINS), (i * 7) % 13 - 5),
+    "mul": (np.multiply, np.ones(BINS), np.array([1, 2, -1])[i % 3]),
+    "div": (np.floor_divide, np.full(BINS, 2**40), np.array([1, 2, 4])[i % 3]),
+    "mod": (np.remainder, 1000 + 37 * np.arange(BINS), 7 + bins),
+    "max": (np.maximum, np.zeros(BINS), (i * 7) % 13 - 5),
+    "min": (np.minimum, np.zeros(BINS), (i * 7) % 13 - 5),
+    "and": (np.bitwise_and, np.full(BINS, -1), -1 ^ (1 << (i % 60))),
+    "or": (np.bitwise_or, np.zeros(BINS), 1 << (i % 60)),
+    "xor": (np.bitwise_xor, np.zeros(BINS), i * 2654435761 % 2**31),
+    "lshift": (np.left_shift, 1 + np.arange(BINS), i % 2),
+    "rshift": (np.right_shift, 2**62 - 1 - np.arange(BINS), i % 3),
+}
+FLOAT_OPS = ("add", "sub", "mul", "div", "max", "min")
+
+
+@pk.workunit
+def fetch_add(i, hist, old, v):
+    old[i] = pk.atomic_fetch_add(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_add(i, hist, v):
+    pk.atomic_add(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_sub(i, hist, old, v):
+    old[i] = pk.atomic_fetch_sub(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_sub(i, hist, v):
+    pk.atomic_sub(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_mul(i, hist, old, v):
+    old[i] = pk.atomic_fetch_mul(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_mul(i, hist, v):
+    pk.atomic_mul(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_div(i, hist, old, v):
+    old[i] = pk.atomic_fetch_div(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_div(i, hist, v):
+    pk.atomic_div(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_mod(i, hist, old, v):
+    old[i] = pk.atomic_fetch_mod(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_mod(i, hist, v):
+    pk.atomic_mod(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_max(i, hist, old, v):
+    old[i] = pk.atomic_fetch_max(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_max(i, hist, v):
+    pk.atomic_max(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_min(i, hist, old, v):
+    old[i] = pk.atomic_fetch_min(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_min(i, hist, v):
+    pk.atomic_min(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_and(i, hist, old, v):
+    old[i] = pk.atomic_fetch_and(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_and(i, hist, v):
+    pk.atomic_and(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_or(i, hist, old, v):
+    old[i] = pk.atomic_fetch_or(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_or(i, hist, v):
+    pk.atomic_or(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_xor(i, hist, old, v):
+    old[i] = pk.atomic_fetch_xor(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_xor(i, hist, v):
+    pk.atomic_xor(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_lshift(i, hist, old, v):
+    old[i] = pk.atomic_fetch_lshift(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_lshift(i, hist, v):
+    pk.atomic_lshift(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def fetch_rshift(i, hist, old, v):
+    old[i] = pk.atomic_fetch_rshift(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def plain_rshift(i, hist, v):
+    pk.atomic_rshift(hist, [i % BINS], v[i])
+
+
+ATOMIC_WORKUNITS = {op: (globals()[f"fetch_{op}"], globals()[f"plain_{op}"]) for op in ATOMIC_CASES}
+
+
+def use_space(space):
+    if space == "debug":
+        pk.set_default_space(pk.Debug)
+
+
+def atomic_cases():
+    for op in ATOMIC_CASES:
+        for dtype in (np.int64, np.float64) if op in FLOAT_OPS else (np.int64,):
+            for space in SPACES:
+                yield pytest.param(op, dtype, *space.values, marks=space.marks, id=f"{op}-{dtype.__name__}-"
+                                   f"{space.values[0]}-{space.values[1]}")
+
+
+@pytest.mark.parametrize("op, dtype, backend, space", list(atomic_cases()))
+def test_atomic_against_numpy(op, dtype, backend, space):
+    """``pk.atomic_fetch_<op>`` returns each thread's old value and ``pk.atomic_<op>`` nothing; both leave what
+    NumPy's unbuffered ``ufunc.at`` leaves."""
+    ufunc, start, values = ATOMIC_CASES[op]
+    use_space(space)
+    fetch, plain = ATOMIC_WORKUNITS[op]
+
+    def program():
+        a, b = view_of(start.astype(dtype), dtype), view_of(start.astype(dtype), dtype)
+        v, old = view_of(values.astype(dtype), dtype), pk.View((THREADS,), dtype)
+        pk.parallel_for(THREADS, fetch, hist=a, old=old, v=v)
+        pk.parallel_for(THREADS, plain, hist=b, v=v)
+        return np.asarray(a).copy(), np.asarray(b).copy(), np.asarray(old).copy()
+
+    expected = start.astype(dtype)
+    ufunc.at(expected, bins, values.astype(dtype))
+    eager, fused, _, _ = run_eager_and_fused(program)
+    np.testing.assert_array_equal(eager[0], expected)
+    np.testing.assert_array_equal(eager[1], expected)
+    np.testing.assert_array_equal(fused[0], expected)
+    np.testing.assert_array_equal(fused[1], expected)
+
+
+@pk.workunit
+def take_ticket(i, hist, old):
+    old[i] = pk.atomic_fetch_add(hist, [i % BINS], 1)
+
+
+@pk.workunit
+def swap_in(i, hist, old, v):
+    old[i] = pk.atomic_exchange(hist, [i % BINS], v[i])
+
+
+@pk.workunit
+def claim(i, hist, old, v):
+    old[i] = pk.atomic_compare_exchange(hist, [i % BINS], 0, v[i])
+
+
+@pk.workunit
+def count_up_down(i, up, down):
+    pk.atomic_increment(up, [i % BINS])
+    pk.atomic_decrement(down, [i % BINS])
+
+
+@pytest.mark.parametrize("backend, space", [s.values for s in SPACES[:1]] + SPACES[1:])
+def test_fetching_atomics_hand_out_each_old_value_once(backend, space):
+    """Tickets of fetch_add are 0..k-1 per element; exchange hands each value on once; one compare_exchange
+    per element wins; increment and decrement count every thread."""
+    use_space(space)
+
+    def program():
+        hist, tickets = pk.View((BINS,), pk.int64), pk.View((THREADS,), pk.int64)
+        pk.parallel_for(THREADS, take_ticket, hist=hist, old=tickets)
+        swapped, swaps, v = pk.View((BINS,), pk.int64), pk.View((THREADS,), pk.int64), view_of(i + 1, pk.int64)
+        pk.parallel_for(THREADS, swap_in, hist=swapped, old=swaps, v=v)
+        claimed, claims = pk.View((BINS,), pk.int64), pk.View((THREADS,), pk.int64)
+        pk.parallel_for(THREADS, claim, hist=claimed, old=claims, v=v)
+        up, down = pk.View((BINS,), pk.int64), pk.View((BINS,), pk.int64)
+        pk.parallel_for(THREADS, count_up_down, up=up, down=down)
+        return tuple(np.asarray(x).copy() for x in (hist, tickets, swapped, swaps, claimed, claims, up, down))
+
+    per_bin = THREADS // BINS
+    for hist, tickets, swapped, swaps, claimed, claims, up, down in run_eager_and_fused(program)[:2]:
+        assert_same(np.full(BINS, per_bin), hist)
+        for b in range(BINS):
+            mine = bins == b
+            assert sorted(tickets[mine]) == list(range(per_bin))
+            assert sorted([*swaps[mine], swapped[b]]) == sorted([0, *(i[mine] + 1)])
+            assert list(claims[mine]).count(0) == 1 and claimed[b] == (i[mine] + 1)[claims[mine] == 0][0]
+        assert_same(np.full(BINS, per_bin), up)
+        assert_same(np.full(BINS, -per_bin), down)
+
+
+@pk.workunit
+def histogram(i, hist, x):
+    pk.atomic_add(hist, [x[i] % BINS], 1)
+
+
+@pk.workunit
+def read_bins(i, hist, out):
+    out[i] = hist[i % BINS]
+
+
+def test_atomics_are_not_fused_with_a_conflicting_call():
+    """A read of the elements others update atomically must wait for the whole update."""
+    def program():
+        hist, out, x = pk.View((BINS,), pk.int64), pk.View((THREADS,), pk.int64), view_of(i * 3, pk.int64)
+        pk.parallel_for(THREADS, histogram, hist=hist, x=x)
+        pk.parallel_for(THREADS, read_bins, hist=hist, out=out)
+        return np.asarray(out).copy()
+
+    eager, fused, stats, text = run_eager_and_fused(program)
+    assert_same(np.bincount(i * 3 % BINS, minlength=BINS)[bins], fused)
+    assert_same(eager, fused)
+    assert "atomic update of 'hist'" in text, text
+
+
+@pk.workunit
+def xor_floats(i, hist: pk.View1D[pk.double], v: pk.View1D[pk.double]):
+    pk.atomic_fetch_xor(hist, [i % BINS], v[i])
+
+
+@pytest.mark.backend("python")
+def test_integer_atomic_on_floats_is_a_type_error():
+    hist, v = pk.View((BINS,), pk.double), pk.View((THREADS,), pk.double)
+    with pytest.raises(pk.KernelTypeError, match=r"test_pykokkos_api.py:\d+:\d+: in workunit 'xor_floats': "
+                       r"'pk.atomic_fetch_xor\(hist, \[i % 4\], v\[i\]\)': pk.atomic_fetch_xor needs a View of "
+                       r"integers, 'hist' holds float64"):
+        pk.parallel_for(THREADS, xor_floats, hist=hist, v=v)

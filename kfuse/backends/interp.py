@@ -79,6 +79,16 @@ class DebugTeamMember:
         pass
 
 
+def c_divide(a, b):
+    """C++'s ``a / b`` on two values of one type, as Kokkos' atomic_fetch_div computes it: truncated toward zero
+    for integers, IEEE for floats."""
+    if isinstance(a, (float, np.floating)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.float64(a) / np.float64(b))
+    q = abs(int(a)) // abs(int(b))
+    return q if (a < 0) == (b < 0) else -q
+
+
 def python_scalar(value):
     """A plain int/float, the type a compiled kernel's result has."""
     return value.item() if isinstance(value, np.generic) else value

@@ -16,8 +16,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import FAULT_FIELD_SEPARATOR, kernel_fault
+from ..ir.typing import atomic_op
 from ..types import DType, dtype_of
-from .interp import IndexFault, c_format
+from .interp import IndexFault, c_divide, c_format
 
 I64 = DType.int64
 _INT64_MIN = -(1 << 63)
@@ -193,7 +194,7 @@ class Runtime:
         if old is None:  # C++ works on the fault record's scratch element
             return view.dtype.type(0).item()
         dtype = dtype_of(view.dtype)
-        op = name.replace("atomic_", "").replace("fetch_", "")
+        op = atomic_op(name)
         if op == "compare_exchange":
             new = values[1] if old == values[0] else old
         else:
@@ -201,7 +202,9 @@ class Runtime:
             new = {"add": lambda: old + v, "sub": lambda: old - v, "increment": lambda: old + 1,
                    "decrement": lambda: old - 1, "max": lambda: v if v > old else old,
                    "min": lambda: v if v < old else old, "and": lambda: old & v, "or": lambda: old | v,
-                   "exchange": lambda: v}[op]()
+                   "xor": lambda: old ^ v, "mul": lambda: old * v, "div": lambda: c_divide(old, v),
+                   "mod": lambda: old - v * c_divide(old, v), "lshift": lambda: _shift(old, v, True),
+                   "rshift": lambda: _shift(old, v, False), "exchange": lambda: v}[op]()
         self.store(view, CONVERT[dtype](new), index, site)
         return old
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import types as kt
 from ..errors import UnsupportedSyntaxError
+from ..ir.typing import ATOMIC_CALLS
 from .workunit import Function, ParsedFunction, Workunit
 
 # Canonical names of the math functions kernels may call, keyed by the Python objects users reach them by.
@@ -24,11 +25,8 @@ MATH_NAMES = ("sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "l
               "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs", "pow",
               "floor", "ceil", "trunc", "round", "fmin", "fmax", "fmod", "hypot", "isnan", "isinf", "isfinite",
               "erf", "erfc", "copysign", "abs", "fma", "tgamma", "lgamma")
-KFUSE_CALLS = ("atomic_add", "atomic_sub", "atomic_fetch_add", "atomic_fetch_sub", "atomic_fetch_max",
-               "atomic_fetch_min", "atomic_max", "atomic_min", "atomic_fetch_and", "atomic_fetch_or",
-               "atomic_increment", "atomic_decrement", "atomic_exchange", "atomic_compare_exchange",
-               "printf", "parallel_for", "parallel_reduce", "parallel_scan", "TeamThreadRange",
-               "ThreadVectorRange", "TeamVectorRange", "team_barrier")
+KFUSE_CALLS = (*sorted(ATOMIC_CALLS), "printf", "parallel_for", "parallel_reduce", "parallel_scan",
+               "TeamThreadRange", "ThreadVectorRange", "TeamVectorRange", "team_barrier")
 BUILTIN_CALLS = ("abs", "min", "max", "int", "float", "bool", "range", "len", "round")
 
 

@@ -565,9 +565,9 @@ class _Lowerer:
         if len(parts) != t.ndim:
             raise self.type_error(f"atomic on a {t.ndim}-D View needs {t.ndim} indices", node)
         indices = tuple(self.expr(p) for p in parts)
-        if name in ("atomic_fetch_and", "atomic_fetch_or") and not t.dtype.is_int:
-            raise self.type_error(f"pk.{name} needs a View of integers, '{ast.unparse(args[0])}' holds "
-                                  f"{t.dtype.name}", node)
+        if rules.atomic_op(name) in rules.INTEGER_ATOMIC_OPS and not t.dtype.is_int:
+            raise self.type_error(f"'{ast.unparse(node)}': pk.{name} needs a View of integers, "
+                                  f"'{ast.unparse(args[0])}' holds {t.dtype.name}", node)
         values = tuple(_convert(self.expr(a), t.dtype) for a in args[2:])
         return ir.Atomic(name, view.id, indices, values, rules.atomic_type(name, t.dtype), text=ast.unparse(node),
                          user_view=self.user_view(args[0]), loc=self.loc(node))

@@ -24,14 +24,20 @@ UNARY_FLOAT_MATH = {"sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log1
                     "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil",
                     "trunc", "erf", "erfc", "tgamma", "lgamma"}
 BINARY_FLOAT_MATH = {"pow", "atan2", "fmin", "fmax", "fmod", "hypot", "copysign"}
+#: The read-modify-write atomics PyKokkos and Kokkos offer as ``atomic_<op>`` and ``atomic_fetch_<op>``.
+ATOMIC_OPS = ("add", "sub", "mul", "div", "mod", "max", "min", "and", "or", "xor", "lshift", "rshift")
+#: Those C++ defines on integers only.
+INTEGER_ATOMIC_OPS = frozenset(("mod", "and", "or", "xor", "lshift", "rshift"))
 #: pk.<name> -> (Kokkos function, whether it returns the old value)
-ATOMICS = {"atomic_add": ("atomic_add", False), "atomic_sub": ("atomic_sub", False),
-           "atomic_fetch_add": ("atomic_fetch_add", True), "atomic_fetch_sub": ("atomic_fetch_sub", True),
-           "atomic_fetch_max": ("atomic_fetch_max", True), "atomic_fetch_min": ("atomic_fetch_min", True),
-           "atomic_max": ("atomic_fetch_max", False), "atomic_min": ("atomic_fetch_min", False),
-           "atomic_fetch_and": ("atomic_fetch_and", True), "atomic_fetch_or": ("atomic_fetch_or", True),
+ATOMICS = {**{f"atomic_fetch_{op}": (f"atomic_fetch_{op}", True) for op in ATOMIC_OPS},
+           **{f"atomic_{op}": (f"atomic_fetch_{op}", False) for op in ATOMIC_OPS},
            "atomic_exchange": ("atomic_exchange", True)}
-ATOMIC_CALLS = set(ATOMICS) | {"atomic_increment", "atomic_decrement", "atomic_compare_exchange"}
+ATOMIC_CALLS = frozenset(ATOMICS) | {"atomic_increment", "atomic_decrement", "atomic_compare_exchange"}
+
+
+def atomic_op(name: str) -> str:
+    """The operation of ``pk.<name>`` (``atomic_fetch_xor`` -> ``xor``)."""
+    return name.removeprefix("atomic_").removeprefix("fetch_")
 
 
 class Unknown(Exception):
