@@ -45,16 +45,20 @@ def _index(view, index):
     return tuple(index) if isinstance(index, (list, tuple)) else (index,)
 
 
-def _c_div(a, b):
-    """C++'s ``a / b``, as Kokkos' atomic_fetch_div computes it."""
+def _c_div(a, b, op="//"):
+    """C++'s ``a / b``, as Kokkos' atomic_fetch_div computes it; an integer zero divisor is the Debug space's
+    division fault, as in compiled kernels."""
+    from .backends.debug import _DivisionFault
     from .backends.interp import c_divide
 
+    if b == 0 and not isinstance(a, (float, np.floating)):
+        raise _DivisionFault(int(a), 0, op)
     return c_divide(a, b)
 
 
 def _c_mod(a, b):
     """C++'s ``a % b``: the sign of the dividend."""
-    return a - b * _c_div(a, b)
+    return a - b * _c_div(a, b, "%")
 
 
 _ATOMIC_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": _c_div, "mod": _c_mod,

@@ -393,3 +393,23 @@ def test_integer_atomic_on_floats_is_a_type_error():
                        r"'pk.atomic_fetch_xor\(hist, \[i % 4\], v\[i\]\)': pk.atomic_fetch_xor needs a View of "
                        r"integers, 'hist' holds float64"):
         pk.parallel_for(THREADS, xor_floats, hist=hist, v=v)
+
+
+@pytest.mark.parametrize("op", ["div", "mod"])
+@pytest.mark.parametrize("backend, space", [s.values for s in SPACES[:1]] + SPACES[1:])
+def test_integer_atomic_division_by_zero_is_a_fault(op, backend, space):
+    """As for ``//`` and ``%``: a ZeroDivisionError naming the workunit and line; the element divided by zero
+    keeps its value."""
+    use_space(space)
+    hist, old, v = view_of([7, 7, 7, 7], pk.int64), pk.View((THREADS,), pk.int64), view_of(i % 2, pk.int64)
+    with pytest.raises(pk.KernelZeroDivisionError, match=rf"in workunit 'fetch_{op}': integer .* by zero \(7 .+ 0\)"):
+        pk.parallel_for(THREADS, ATOMIC_WORKUNITS[op][0], hist=hist, old=old, v=v)
+    # Odd bins are divided by 1 only; the Debug space stops at the first fault, thread 0's.
+    assert list(np.asarray(hist)) == ([7, 7, 7, 7] if op == "div" or space == "debug" else [7, 0, 7, 0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_atomic_division_by_minus_one_wraps(backend):
+    hist, old, v = view_of([-2**63, 5], pk.int64), pk.View((2,), pk.int64), view_of([-1, -1], pk.int64)
+    pk.parallel_for(2, ATOMIC_WORKUNITS["div"][1], hist=hist, v=v)
+    assert list(np.asarray(hist)) == [-2**63, -5]

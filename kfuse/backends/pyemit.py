@@ -21,7 +21,7 @@ from ..codegen.sites import FaultSite
 from ..ir import nodes as ir
 from ..ir import printf
 from ..ir.access import assigned_names
-from ..ir.typing import binop_type
+from ..ir.typing import atomic_op, binop_type
 from ..types import DType, promote
 from .pyops import ZERO
 
@@ -346,6 +346,9 @@ class _Body:
         dtype = self.names[e.view].dtype
         values = "".join(f", {_conv(self.expr(a), a.type, dtype)}" for a in e.args)
         site = self.site("index", e.loc, e.user_view)
+        op = atomic_op(e.func)
+        if op in ("div", "mod") and dtype.is_int:
+            values += f", divide_site={self.site('floordiv' if op == 'div' else 'mod', e.loc)}"
         return f"_kf_atomic({e.func!r}, {e.view}, {self.indices(e.indices)}, {site}{values})"
 
     def expr_TeamQuery(self, e):

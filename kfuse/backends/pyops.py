@@ -188,13 +188,17 @@ class Runtime:
             return 0
         return a // b if kind == "floordiv" else a % b
 
-    def atomic(self, name: str, view, index: tuple, site: int, *values):
-        """Kokkos' atomics, one thread at a time; the old value for the fetch variants."""
+    def atomic(self, name: str, view, index: tuple, site: int, *values, divide_site: int | None = None):
+        """Kokkos' atomics, one thread at a time; the old value for the fetch variants. An integer division's
+        zero divisor is a fault at ``divide_site`` that leaves the element as it was (kf_atomic_fetch_divmod)."""
         old = self._read(view, index, site)
         if old is None:  # C++ works on the fault record's scratch element
             return view.dtype.type(0).item()
         dtype = dtype_of(view.dtype)
         op = atomic_op(name)
+        if divide_site is not None and values[0] == 0:
+            self.record(divide_site, 0, CONVERT[I64](old), 0)
+            return old
         if op == "compare_exchange":
             new = values[1] if old == values[0] else old
         else:

@@ -140,6 +140,25 @@ KOKKOS_INLINE_FUNCTION auto kf_mod_checked(A a, B b, int site) -> decltype(a % b
   if (kf_quotient_overflows(a, b)) return 0;  // Python: x % -1 == 0
   return kf_mod(a, b);
 }
+// pk.atomic_fetch_div / _mod on integers: C++ division (truncating), but a zero divisor is a fault that leaves
+// the element as it was, and a divisor of -1 wraps (INT64_MIN / -1) instead of trapping.
+template <class T>
+KOKKOS_INLINE_FUNCTION T kf_atomic_fetch_divmod(T* p, const T v, const bool mod, int site) {
+  if (v == 0) {
+    const T old = Kokkos::atomic_fetch_add(p, T(0));  // an atomic read
+    kf_fault(site, 0, static_cast<int64_t>(old), 0);
+    return old;
+  }
+  T old = *p, assumed;
+  do {
+    assumed = old;
+    const T next = std::is_signed<T>::value && v == T(-1)
+                       ? (mod ? T(0) : T(typename std::make_unsigned<T>::type(0) - assumed))
+                       : (mod ? assumed % v : assumed / v);
+    old = Kokkos::atomic_compare_exchange(p, assumed, next);
+  } while (old != assumed);
+  return old;
+}
 
 // KFUSE_BOUNDS_CHECK: an element of a View, or the record's scratch element when an index is out of range.
 // One unsigned comparison per index also catches negative indices. The fault path is out of line and cold, so

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir import printf
 from ..ir.access import assigned_names
-from ..ir.typing import ATOMICS, BOOL
+from ..ir.typing import ATOMICS, BOOL, atomic_op
 from ..types import promote
 from .cxx_names import cpp_type, ident
 from .sites import FaultSite, c_string
@@ -300,6 +300,10 @@ class BodyPrinter:
         values = [self.cast(a, dtype) for a in e.args]
         if e.func in ("atomic_increment", "atomic_decrement", "atomic_compare_exchange"):
             return f"Kokkos::{e.func}({', '.join([ref] + values)})"
+        op = atomic_op(e.func)
+        if op in ("div", "mod") and dtype.is_int:
+            kind = "floordiv" if op == "div" else "mod"
+            return f"kf_atomic_fetch_divmod({ref}, {values[0]}, {str(op == 'mod').lower()}, {self.site(kind, e.loc)})"
         return f"Kokkos::{ATOMICS[e.func][0]}({ref}, {values[0]})"
 
     # --- View elements and extents ------------------------------------------------------------
