@@ -87,9 +87,14 @@ def add_one(i, y: pk.View1D[pk.double]):
     y[i] = y[i] + 1.0
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_math_call_inside_a_workunit_of_the_same_name(backend):
-    """``sin(...)`` inside the workunit ``sin`` is the math function, not the workunit."""
+@pytest.mark.parametrize("backend, space", [("kokkos", "openmp"), pytest.param("python", "openmp",
+                         marks=pytest.mark.backend("python")), ("kokkos", "debug")])
+def test_math_call_inside_a_workunit_of_the_same_name(backend, space):
+    """``sin(...)`` inside the workunit ``sin`` is the math function, not the workunit (also when the Debug space
+    runs the workunit's own Python)."""
+    if space == "debug":
+        pk.set_default_space(pk.Debug)
+
     def program():
         x, y = view_of(np.linspace(0.0, 3.0, N)), pk.View((N,), pk.double)
         pk.parallel_for(N, sin, y=y, x=x)

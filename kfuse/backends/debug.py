@@ -26,6 +26,7 @@ import numpy as np
 
 from .interp import DebugTeamMember, IndexFault, debug_view, python_scalar
 from ..errors import KernelIndexError, KernelZeroDivisionError
+from ..frontend.normalize import math_function, shadowed_math
 from ..frontend.workunit import Function
 from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange
 from .base import Backend, Kernel, Lowered
@@ -158,6 +159,8 @@ def _checked(parsed, made: dict):
     helpers = {n.id: parsed.namespace[n.id] for n in ast.walk(tree) if isinstance(n, ast.Name)
                and isinstance(parsed.namespace.get(n.id), Function)}
     supplied = {"_kf_divide": _divide}
+    supplied.update({n.func.id: math_function(n.func.id) for n in ast.walk(tree)
+                     if isinstance(n, ast.Call) and shadowed_math(n.func, parsed.namespace)})
     made[parsed.uid] = None  # a helper calling itself keeps the unchecked original below
     supplied.update({name: _checked(h.parsed, made) or h.fn for name, h in helpers.items()})
     # Compile inside an outer function whose parameters are the original's free variables plus the

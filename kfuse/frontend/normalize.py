@@ -61,6 +61,16 @@ def canonical_name(obj) -> str | None:
     return _TABLE.get(id(obj))
 
 
+def shadowed_math(func, namespace) -> bool:
+    """Whether ``func``, a call's callee, is a bare math name bound to a workunit: it means the math function
+    (see ``_Resolver.visit_Call``)."""
+    return isinstance(func, ast.Name) and func.id in MATH_NAMES and isinstance(namespace.get(func.id), Workunit)
+
+
+def math_function(name: str):
+    return getattr(math, name, None) or getattr(np, name)
+
+
 @dataclass(eq=False)
 class KernelSource:
     """A kernel body ready for typing and codegen: AST plus the helpers it calls, all names resolved."""
@@ -162,8 +172,8 @@ class _Resolver(ast.NodeTransformer):
         if isinstance(func, ast.Name) and func.id in BUILTIN_CALLS and func.id not in self.parsed.namespace:
             return node
         target = self._evaluate(func)
-        if isinstance(target, Workunit) and isinstance(func, ast.Name) and func.id in MATH_NAMES:
-            target = getattr(math, func.id, None) or getattr(np, func.id)
+        if shadowed_math(func, self.parsed.namespace):
+            target = math_function(func.id)
         if isinstance(target, Function):
             node.func = self._helper_name(target, func)
             return node
