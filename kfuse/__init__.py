@@ -21,13 +21,16 @@ from .policies import (AUTO, MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadR
                        ThreadVectorRange)
 from .dispatch import parallel_for, parallel_reduce, parallel_scan
 from .counters import reset as reset_stats
-from .spaces import ExecutionSpace, get_default_space, set_default_space
+from .spaces import ExecutionSpace, MemorySpace, get_default_space, set_default_space
 from .future import Future, value
-from .types import (Acc, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32, float64, int8, int16,
-                    int32, int64, real, uint8, uint16, uint32, uint64)
-from .views import View, array, from_numpy
+from .types import (Acc, DataType, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32, float64, int8,
+                    int16, int32, int64, real, uint8, uint16, uint32, uint64)
+from .views import Layout, View, array, asarray, create_mirror_view, deep_copy, from_numpy
 
 float = float32  # noqa: A001 - PyKokkos: pk.float is 32-bit
+bool = bool_  # noqa: A001 - PyKokkos spelling
+LayoutDefault, LayoutLeft, LayoutRight = Layout.LayoutDefault, Layout.LayoutLeft, Layout.LayoutRight
+globals().update(MemorySpace.__members__)  # pk.HostSpace, pk.CudaSpace ... as in PyKokkos
 OpenMP, Serial, Debug, Cuda = ExecutionSpace.OpenMP, ExecutionSpace.Serial, ExecutionSpace.Debug, ExecutionSpace.Cuda
 Acc = Acc
 pi = 3.141592653589793

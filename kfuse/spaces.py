@@ -75,3 +75,17 @@ def _in_forked_child(space: ExecutionSpace) -> ExecutionSpace:
                            "cannot be used after fork(); start child processes with multiprocessing's 'spawn' "
                            "method")
     return space
+
+
+class MemorySpace(enum.Enum):
+    """PyKokkos's memory spaces, accepted where it takes one (``pk.View(shape, dtype, pk.HostSpace)``). Every
+    View is host memory here: GPU launches keep their own device copy (kfuse/runtime/device.py), so a device
+    space needs no different allocation, as PyKokkos itself allocates managed Cuda/HIP Views on the host."""
+
+    HostSpace = "HostSpace"
+    CudaSpace = "CudaSpace"
+    CudaUVMSpace = "CudaUVMSpace"
+    HIPSpace = "HIPSpace"
+    HIPManagedSpace = "HIPManagedSpace"
+    OpenMPTargetSpace = "OpenMPTargetSpace"
+    MemorySpaceDefault = "MemorySpaceDefault"

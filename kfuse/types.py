@@ -126,3 +126,16 @@ float32, float64 = DType.float32, DType.float64
 double = DType.float64
 real = DType.float64
 bool_ = DType.bool
+
+
+class DataType:
+    """PyKokkos's ``pk.DataType.<name>``: each is the DType itself, so ``view.dtype is pk.DataType.int32`` holds
+    and either spelling works wherever a dtype is taken."""
+
+    int8, int16, int32, int64 = int8, int16, int32, int64
+    uint8, uint16, uint32, uint64 = uint8, uint16, uint32, uint64
+    float = float32
+    double = float64
+    float32, float64 = float32, float64
+    real = real
+    bool = bool_

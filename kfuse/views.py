@@ -6,12 +6,16 @@ runtime in charge (kfuse/context.py) runs pending kernels before the host sees o
 """
 from __future__ import annotations
 
+import enum
 import itertools
+import numbers
+
 import numpy as np
 
 from . import context, escape
 from .escape import byte_bounds as _byte_bounds
 from .errors import public_error
+from .spaces import MemorySpace
 from .types import DType, dtype_of
 
 _uids = itertools.count(1)
@@ -44,6 +48,28 @@ def overlaps(a, b) -> bool:
     return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
 
 
+class Layout(enum.Enum):
+    """PyKokkos's ``pk.Layout``: how a View's elements lie in memory. LayoutLeft is column-major (Fortran order);
+    kernels index it like any View and read its strides, so code written for one layout gives the same results
+    on the other. The default, as PyKokkos's for host memory, is LayoutRight (row-major)."""
+
+    LayoutDefault = "LayoutDefault"
+    LayoutLeft = "LayoutLeft"
+    LayoutRight = "LayoutRight"
+
+
+def _allocate(shape, dtype, space, layout) -> np.ndarray:
+    """The zeroed memory of ``pk.View(shape, dtype, space, layout)``, after checking the PyKokkos arguments."""
+    if space is not None and not isinstance(space, MemorySpace):
+        raise TypeError(f"pk.View: space must be a pk.MemorySpace (pk.HostSpace, ...), got {space!r}")
+    if layout is not None and not isinstance(layout, Layout):
+        raise TypeError(f"pk.View: unknown layout {layout!r}; use pk.Layout.LayoutRight or pk.Layout.LayoutLeft")
+    shape = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"View shape must be non-negative, got {shape}")
+    return np.zeros(shape, dtype=dtype_of(dtype).np, order="F" if layout is Layout.LayoutLeft else "C")
+
+
 class View:
     """An array usable from Python (like NumPy) and from kernels.
 
@@ -56,10 +82,7 @@ class View:
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, *, _array: np.ndarray | None = None):
         if _array is None:
-            shape = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
-            if any(s < 0 for s in shape):
-                raise ValueError(f"View shape must be non-negative, got {shape}")
-            _array = np.zeros(shape, dtype=dtype_of(dtype).np)
+            _array = _allocate(shape, dtype, space, layout)
         self._array = _array
         self.uid = next(_uids)
         self.dtype = dtype_of(_array.dtype)
@@ -185,6 +208,41 @@ def array(obj) -> View:
 
 def from_numpy(obj) -> View:
     return View.from_numpy(np.asarray(obj))
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None) -> View:
+    """``pk.asarray(obj, dtype=...)`` (PyKokkos, after the array API): a View over ``np.asarray(obj, dtype)``,
+    sharing the memory of an array or View of that dtype. ``device`` and ``copy`` are PyKokkos's unused ones."""
+    return View.from_numpy(np.asarray(obj, dtype=None if dtype is None else dtype_of(dtype).np))
+
+
+def deep_copy(dst: View, src) -> None:
+    """``pk.deep_copy(dst, src)`` (Kokkos): every element of ``dst`` from the View or array ``src`` of the same
+    shape (converted to dst's dtype), or set to the scalar ``src``. Pending kernels on either run first."""
+    if not isinstance(dst, View):
+        raise TypeError(f"pk.deep_copy: the destination must be a pk.View, got {type(dst).__name__}")
+    if isinstance(src, (numbers.Number, np.generic)):
+        dst.fill(src)
+        return
+    if not isinstance(src, (View, np.ndarray)):
+        raise TypeError(f"pk.deep_copy: the source must be a pk.View, a NumPy array or a scalar, "
+                        f"got {type(src).__name__}")
+    if tuple(src.shape) != tuple(dst.shape):
+        raise ValueError(f"pk.deep_copy: the source's shape {tuple(src.shape)} differs from the destination's "
+                         f"{tuple(dst.shape)}")
+    if isinstance(src, View):
+        host_barrier(src, False)
+        src = src._array
+    host_barrier(dst, True, True)
+    np.copyto(dst._array, src, casting="unsafe")
+
+
+def create_mirror_view(view: View) -> View:
+    """``pk.create_mirror_view(v)`` (Kokkos): a host View of ``v``'s data. Every View is host memory here, so
+    this is ``v`` itself, as in Kokkos for a View already on the host: writes through one are seen by the other."""
+    if not isinstance(view, View):
+        raise TypeError(f"pk.create_mirror_view expects a pk.View, got {type(view).__name__}")
+    return view
 
 
 class NumpyArgument(View):
