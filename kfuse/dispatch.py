@@ -12,13 +12,14 @@ import sys
 from . import context, guard
 from .calls import bind
 from .errors import ArgumentError, public_error
+from .frontend.workunit import Workunit
 from .pipeline import execute, kernel_of
-from .policies import TeamThreadRange
+from .policies import TeamThreadRange, normalize as normalize_policy
 from .runtime.launch import policy_slots
 
 
-def _call_site() -> str:
-    frame = sys._getframe(3)
+def _call_site(depth: int = 3) -> str:
+    frame = sys._getframe(depth)
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
@@ -32,6 +33,8 @@ def _split(args: tuple):
 
 def _dispatch(op: str, args: tuple, kwargs: dict):
     policy, wu, positional = _split(args)
+    if isinstance(wu, list):
+        return _explicit_fusion(op, policy, wu, positional, kwargs)
     if isinstance(policy, TeamThreadRange):  # nested parallelism of a team workunit in the Debug space
         from .backends.debug import run_nested
 
@@ -55,6 +58,61 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
                 fut.value()
         call.prepared.backend.enter_thread()
         return execute(call)
+
+
+def _explicit_fusion(op: str, policy, wus: list, positional: tuple, kwargs: dict):
+    """PyKokkos's explicit fusion, ``pk.parallel_for(n, [wu1, wu2], args_0={...}, args_1={...})``: each workunit
+    is bound and specialised as its own call, and the calls run now as one group where the fuser proves it safe
+    (as automatic fusion would fuse them), in order otherwise; results equal the calls run one after another.
+    A reduction's result is, as in PyKokkos (one accumulator shared by the bodies), the sum of its members'
+    reductions; a member whose accumulator is given in its args (or that has none) is a ``parallel_for``."""
+    if op == "scan":
+        raise ArgumentError("parallel_scan takes one workunit; explicit fusion (a list) is for parallel_for "
+                            "and parallel_reduce")
+    if not wus:
+        raise ArgumentError("explicit fusion got an empty list of workunits")
+    if positional:
+        raise ArgumentError("explicit fusion takes each workunit's arguments as a dict in args_0, args_1, ..., "
+                            "not positionally")
+    keys = [f"args_{k}" for k in range(len(wus))]
+    extra = [k for k in kwargs if k not in keys]
+    if extra:
+        raise ArgumentError(f"explicit fusion of {len(wus)} workunit(s) takes only {', '.join(keys)}; got '{extra[0]}'"
+                            + ("" if extra[0].startswith("args_") else
+                               " (give each workunit's arguments in its own args_k dict, not as plain keywords)"))
+    for k, (wu, key) in enumerate(zip(wus, keys)):
+        if not isinstance(wu, Workunit):
+            raise ArgumentError(f"explicit fusion: element {k} of the workunit list is not a workunit: {wu!r} "
+                                "(decorate it with @pk.workunit)")
+        if key not in kwargs:
+            raise ArgumentError(f"explicit fusion: missing {key}, the arguments of workunit {k} ('{wu.__name__}')")
+        if not isinstance(kwargs[key], dict):
+            raise ArgumentError(f"explicit fusion: {key} must be a dict of workunit '{wu.__name__}''s arguments, "
+                                f"got {type(kwargs[key]).__name__}")
+    policy = normalize_policy(policy)
+    ops = ["reduce" if op == "reduce" and _has_accumulator(wu, policy, kwargs[key]) else "for"
+           for wu, key in zip(wus, keys)]
+    if op == "reduce" and "reduce" not in ops:
+        raise ArgumentError("explicit fusion with parallel_reduce: no workunit in the list has an accumulator")
+    rt = context.current()
+    with guard.lock:
+        calls = []
+        for wu, key, member_op in zip(wus, keys, ops):
+            binding, bound_policy, values = bind(wu, member_op, policy, (), dict(kwargs[key]), rt.backend)
+            call = binding.call(bound_policy, values)
+            call.site = _call_site(4)
+            calls.append(call)
+        rt.run_together(calls)
+    if op == "for":
+        return None
+    reductions = [c.result.value() for c in calls if c.result is not None]
+    return sum(reductions[1:], reductions[0])
+
+
+def _has_accumulator(wu: Workunit, policy, args: dict) -> bool:
+    """PyKokkos's test: the parameter after the thread index(es) is the accumulator unless args name it."""
+    names = wu.parsed.param_names
+    return len(names) > policy.rank and names[policy.rank] not in args
 
 
 # The public entry points catch what escapes them themselves (errors.public_error): a try costs nothing when

@@ -116,6 +116,21 @@ class Runtime:
                              if e.call.result is not None and e.call.policy == policy)
             self._run(self.trace.partition_for(None, False, (future.call,) + siblings))
 
+    def run_together(self, calls: list) -> None:
+        """Run ``calls`` (an explicit fusion, ``pk.parallel_for(n, [wu1, wu2], args_0=..., args_1=...)``) now,
+        with the pending calls they depend on: the program asked for fusion, so they are fused where safe even
+        with fusion off, and split (with the reason in ``explain()``) where not. A failure raises as eager does."""
+        for call in calls:
+            if call.op != "for":
+                call.result = Future(call.prepared.spec.accs[0], self.resolve, call)
+            self.trace.append(call)
+        self._run(self.trace.partition_for(None, False, tuple(calls)), fuse=True)
+        for call in calls:
+            self._raise_at_call(call)
+        for call in calls:
+            for view in _escaped_views(call):  # a GPU result reaches the host memory the program holds
+                self.backend.host_access(view, True)
+
     def run_now(self, call) -> None:
         """Run a logged call (with what it depends on) at once."""
         with guard.lock:
@@ -139,7 +154,7 @@ class Runtime:
                 if entry.call.prepared.spec.space == "OpenMP":
                     entry.call.prepared = call_stage.serial_twin(entry.call.prepared)
 
-    def _run(self, entries) -> None:
+    def _run(self, entries, fuse: bool | None = None) -> None:
         if not entries:
             return
         self.trace.remove(entries)
@@ -147,7 +162,7 @@ class Runtime:
         self.backend.enter_thread()
         self._running = True
         try:
-            run_partition(self, [e.call for e in entries], fuse=self.fuse)
+            run_partition(self, [e.call for e in entries], fuse=self.fuse if fuse is None else fuse)
         finally:
             self._running = False
 
