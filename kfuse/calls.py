@@ -17,11 +17,12 @@ from . import context, spaces
 from .backends.debug import DEBUG
 from .errors import ArgumentError
 from .frontend.access import summarize
-from .frontend.normalize import KernelSource, annotation_dtype, normalize
+from .frontend.normalize import KernelSource, normalize
 from .frontend.spec import ArgType, KernelSpec
 from .frontend.workunit import Workunit
 from .policies import MDRangePolicy, RangePolicy, TeamPolicy, normalize as normalize_policy
 from .future import Future
+from .ir.typing import annotation_dtype
 from .types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
 from .views import DeviceView, View, view_argument
 

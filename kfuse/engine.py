@@ -58,11 +58,7 @@ class Runtime:
         """Append ``call`` (the caller holds ``guard.lock``); it runs at once (with what it depends on) if it
         touches escaped memory."""
         counters.bump("ops_traced")
-        result = None
-        if call.op != "for":
-            result = Future(call.prepared.spec.accs[0], self.resolve, call)
-            call.result = result
-        self.trace.append(call)
+        result = self._append(call)
         escaped = _escaped_views(call)
         if escaped:
             counters.bump("escaped_calls")
@@ -73,6 +69,13 @@ class Runtime:
         elif len(self.trace) >= config.MAX_TRACE.get():
             self.flush_all()
         return result
+
+    def _append(self, call):
+        """Put ``call`` in the trace; a reduction or scan gets the Future it delivers (returned)."""
+        if call.op != "for":
+            call.result = Future(call.prepared.spec.accs[0], self.resolve, call)
+        self.trace.append(call)
+        return call.result
 
     def _raise_at_call(self, call) -> None:
         """A call that ran at once reports its failure at once, as eager does: its own error, or the
@@ -121,20 +124,13 @@ class Runtime:
         with the pending calls they depend on: the program asked for fusion, so they are fused where safe even
         with fusion off, and split (with the reason in ``explain()``) where not. A failure raises as eager does."""
         for call in calls:
-            if call.op != "for":
-                call.result = Future(call.prepared.spec.accs[0], self.resolve, call)
-            self.trace.append(call)
+            self._append(call)
         self._run(self.trace.partition_for(None, False, tuple(calls)), fuse=True)
         for call in calls:
             self._raise_at_call(call)
         for call in calls:
             for view in _escaped_views(call):  # a GPU result reaches the host memory the program holds
                 self.backend.host_access(view, True)
-
-    def run_now(self, call) -> None:
-        """Run a logged call (with what it depends on) at once."""
-        with guard.lock:
-            self._run(self.trace.partition_for(None, False, (call,)))
 
     def flush_all(self) -> None:
         with guard.lock:

@@ -89,17 +89,17 @@ def _scalar_pattern(args: tuple) -> tuple:
     return tuple(classes.setdefault(scalar_key(a), len(classes)) for a in args if not hasattr(a, "ptr"))
 
 
-def _fused_key(rt, graph, indices: list, group: list, args: tuple) -> tuple:
+def _fused_key(graph, indices: list, group: list, args: tuple) -> tuple:
+    """What a fused group's kernel depends on: backend, member kernels, aliasing, equal scalars, transforms."""
     backend = group[0].prepared.backend
     names = transforms.enabled() & backend.transforms
     return backend.name, tuple(graph.nodes[i].kernel for i in indices), graph.pattern_of(indices), \
         _scalar_pattern(args), names
 
 
-def rendered_group(rt, graph, indices: list, group: list, args: tuple) -> tuple:
-    """(rendered kernel, arg_index) of a fused group not loaded yet: from the backend's store, or lowered and
-    rendered anew (then stored). Kept in ``rt`` until it is loaded."""
-    key = _fused_key(rt, graph, indices, group, args)
+def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
+    """(rendered kernel, arg_index) of a fused group (``key``: its ``_fused_key``) not loaded yet: from the
+    backend's store, or lowered and rendered anew (then stored). Kept in ``rt`` until it is loaded."""
     found = rt.rendered.get(key)
     if found is None:
         backend = group[0].prepared.backend
@@ -117,10 +117,10 @@ def rendered_group(rt, graph, indices: list, group: list, args: tuple) -> tuple:
 
 def fused_kernel(rt, graph, indices: list, group: list, args: tuple) -> tuple:
     """(Kernel, arg_index) of a fused group: from ``rt``'s cache, or rendered (``rendered_group``) and loaded."""
-    key = _fused_key(rt, graph, indices, group, args)
+    key = _fused_key(graph, indices, group, args)
     entry = rt.fused.get(key)
     if entry is None:
-        rendered, arg_index = rendered_group(rt, graph, indices, group, args)
+        rendered, arg_index = rendered_group(rt, key, group, args)
         del rt.rendered[key]  # loaded, or failed to build: either way rendered again only if asked again
         if len(rt.fused) >= _MAX_CACHED:
             rt.fused.clear()  # compiled libraries stay cached on disk; this only drops in-process handles
@@ -142,8 +142,9 @@ def compile_ahead(rt, graph, plan, calls: list) -> None:
         try:
             if len(group) > 1:
                 args = tuple(a for c in group for a in c.args)
-                if _fused_key(rt, graph, indices, group, args) not in rt.fused:
-                    wanted.append(rendered_group(rt, graph, indices, group, args)[0])
+                key = _fused_key(graph, indices, group, args)
+                if key not in rt.fused:
+                    wanted.append(rendered_group(rt, key, group, args)[0])
             elif group[0].prepared.kernel is None:
                 wanted.append(rendered_call(group[0].prepared))
         except KfuseError:

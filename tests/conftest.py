@@ -32,28 +32,24 @@ def kfuse_runtime(request, monkeypatch):
 
 
 @pytest.fixture
-def break_builds(monkeypatch, kfuse_runtime):
+def break_builds(kfuse_runtime):
     """``break_builds(*workunits, message=...)``: on the test's backend, building a kernel of one of these
     workunits (alone, or fused with others) fails as a compiler rejecting it would: a CompileError carrying
-    ``message``. Their earlier specialisations are forgotten, so no kernel built before is reused."""
-    from kfuse.errors import CompileError
+    ``message`` (kfuse.check.faults.failing_builds). Their earlier specialisations are forgotten, so no kernel
+    built before is reused."""
+    import contextlib
 
-    backend = kfuse_runtime.backend
-    real = backend.render
+    from kfuse.check.faults import failing_builds
 
-    def break_(*workunits, message="kfuse test breakage"):
-        names = [wu.__name__ for wu in workunits]
-        for wu in workunits:
-            wu.specializations.clear()
-            wu.__dict__.pop("_kfuse_plans", None)
-
-        def render(lowered, translated=None):
-            if any(name in lowered.name.split("__") for name in names):
-                raise CompileError(lowered.name, message, "(no log: a test broke this build)")
-            return real(lowered, translated)
-
-        monkeypatch.setattr(backend, "render", render)
-    return break_
+    with contextlib.ExitStack() as stack:
+        def break_(*workunits, message="kfuse test breakage"):
+            names = [wu.__name__ for wu in workunits]
+            for wu in workunits:
+                wu.specializations.clear()
+                wu.__dict__.pop("_kfuse_plans", None)
+            stack.enter_context(failing_builds(lambda lowered: any(n in lowered.name.split("__") for n in names),
+                                               message))
+        yield break_
 
 
 @pytest.fixture

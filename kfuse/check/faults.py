@@ -17,20 +17,21 @@ from .kernels import BROKEN_MARK
 
 
 @contextlib.contextmanager
-def failing_compiles(mark: str = BROKEN_MARK):
+def failing_builds(refuses, message: str):
+    """In the block, the runtime's backend refuses every kernel ``refuses(lowered)`` picks (a
+    ``backends.base.Lowered``, alone or fused) with a CompileError carrying ``message``, as a compiler rejecting
+    its code would; kernels kept by an earlier run are not looked up, so none skips the refusal."""
     backend = context.current().backend
-    value = float(mark)
     saved = {name: backend.__dict__[name] for name in ("render", "stored") if name in backend.__dict__}
     real = backend.render
 
     def render(lowered, translated=None):
-        if any(isinstance(n, ast.Constant) and n.value == value for n in ast.walk(lowered.source.tree)):
-            raise CompileError(lowered.name, f"error: kfuse.check refuses kernels containing {mark} "
-                                             "(injected failure)", "<none: injected by kfuse.check>")
+        if refuses(lowered):
+            raise CompileError(lowered.name, message, "<none: an injected failure>")
         return real(lowered, translated)
 
     backend.render = render
-    backend.stored = lambda digest: None  # a kernel kept by an earlier run must not skip the refusal
+    backend.stored = lambda digest: None
     try:
         yield
     finally:
@@ -39,3 +40,11 @@ def failing_compiles(mark: str = BROKEN_MARK):
                 setattr(backend, name, saved[name])
             else:
                 delattr(backend, name)
+
+
+def failing_compiles(mark: str = BROKEN_MARK):
+    """Refuse every kernel containing the constant ``mark`` (k_broken's, alone or fused)."""
+    value = float(mark)
+    return failing_builds(
+        lambda lowered: any(isinstance(n, ast.Constant) and n.value == value for n in ast.walk(lowered.source.tree)),
+        f"error: kfuse.check refuses kernels containing {mark} (injected failure)")

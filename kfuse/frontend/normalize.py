@@ -263,15 +263,3 @@ def normalize(parsed: ParsedFunction, kind: str = "workunit") -> KernelSource:
             resolved_helpers.setdefault(name, h)
     return KernelSource(name=parsed.name, tree=tree, filename=parsed.filename, helpers=resolved_helpers,
                         annotations=annotations)
-
-
-def annotation_dtype(value) -> kt.DType | None:
-    """The scalar DType an annotation object denotes, if any."""
-    if value is None or isinstance(value, kt._ViewAnnotation):
-        return None
-    if isinstance(value, kt._AccAnnotation):
-        return value.dtype
-    try:
-        return kt.dtype_of(value)
-    except TypeError:
-        return None

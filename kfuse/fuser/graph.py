@@ -56,10 +56,6 @@ class Graph:
         return storages, pairs
 
 
-def kernel_number(prepared) -> int:
-    return _static(prepared)[0]
-
-
 def _static(prepared) -> tuple:
     """What a call's node takes from its specialisation alone, worked out once per specialisation:
     (kernel number, name, space, helpers, safety pattern)."""
