@@ -25,7 +25,8 @@ from .spaces import ExecutionSpace, MemorySpace, get_default_space, set_default_
 from .future import Future, value
 from .types import (Acc, DataType, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32, float64, int8,
                     int16, int32, int64, real, uint8, uint16, uint32, uint64)
-from .views import Layout, View, array, asarray, create_mirror_view, deep_copy, from_numpy
+from .views import Layout, Trait, View, ViewTypeInfo, array, asarray, create_mirror_view, deep_copy, from_numpy
+from .workloads import callback, execute, functor, main, workload
 
 float = float32  # noqa: A001 - PyKokkos: pk.float is 32-bit
 bool = bool_  # noqa: A001 - PyKokkos spelling

@@ -19,6 +19,7 @@ from .errors import ArgumentError
 from .frontend.access import summarize
 from .frontend.normalize import KernelSource, normalize
 from .frontend.spec import ArgType, KernelSpec
+from .frontend.methods import BoundWorkunit
 from .frontend.workunit import Workunit
 from .policies import MDRangePolicy, RangePolicy, TeamPolicy, normalize as normalize_policy
 from .future import Future
@@ -316,6 +317,8 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     """(binding, policy, values) of one call; every check and error of ``prepare`` happens here.
     ``backend``: the runtime's backend (the Debug space has its own, ``backends.debug``)."""
     if type(wu) is not Workunit and not isinstance(wu, Workunit):
+        if isinstance(wu, BoundWorkunit):
+            return bind(wu.kernel, op, policy, positional, _with_fields(wu, kwargs), backend)
         if callable(wu):
             raise ArgumentError(f"{getattr(wu, '__name__', wu)!r} is not a workunit; decorate it with @pk.workunit")
         raise ArgumentError(f"expected a workunit, got {wu!r}")
@@ -360,6 +363,16 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     binding = _Binding(sigs, prepared, values)
     plan.bindings.append(binding)
     return binding, policy, values
+
+
+def _with_fields(bound: BoundWorkunit, kwargs: dict) -> dict:
+    fields = bound.field_arguments()
+    for name in kwargs:
+        if name in fields:
+            raise ArgumentError(f"workunit '{bound.__name__}' has no parameter '{name}' (its self.{name} field is "
+                                "passed from the object)")
+    fields.update(kwargs)
+    return fields
 
 
 def _specialize(wu: Workunit, op: str, policy, space, params, values, backend) -> Prepared:

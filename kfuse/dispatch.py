@@ -12,6 +12,7 @@ import sys
 from . import context, guard
 from .calls import bind
 from .errors import ArgumentError, public_error
+from .frontend.methods import BoundWorkunit
 from .frontend.workunit import Workunit
 from .pipeline import execute, kernel_of
 from .policies import TeamThreadRange, normalize as normalize_policy
@@ -81,7 +82,7 @@ def _explicit_fusion(op: str, policy, wus: list, positional: tuple, kwargs: dict
                             + ("" if extra[0].startswith("args_") else
                                " (give each workunit's arguments in its own args_k dict, not as plain keywords)"))
     for k, (wu, key) in enumerate(zip(wus, keys)):
-        if not isinstance(wu, Workunit):
+        if not isinstance(wu, (Workunit, BoundWorkunit)):
             raise ArgumentError(f"explicit fusion: element {k} of the workunit list is not a workunit: {wu!r} "
                                 "(decorate it with @pk.workunit)")
         if key not in kwargs:

@@ -58,6 +58,26 @@ class Layout(enum.Enum):
     LayoutRight = "LayoutRight"
 
 
+class Trait(enum.Enum):
+    """PyKokkos's memory traits, as ``pk.ViewTypeInfo`` declares them."""
+
+    TraitDefault = "TraitDefault"
+    Atomic = "Atomic"
+    Unmanaged = "Unmanaged"
+    RandomAccess = "RandomAccess"
+    Restrict = "Restrict"
+
+
+class ViewTypeInfo:
+    """PyKokkos's declaration of a workunit parameter's (or workload field's) View type. kfuse takes the layout
+    and space from the View passed, so the declaration is accepted and not needed."""
+
+    def __init__(self, *, space=None, layout=None, trait=None):
+        if layout is not None and not isinstance(layout, Layout):
+            raise TypeError(f"pk.ViewTypeInfo: unknown layout {layout!r}")
+        self.space, self.layout, self.trait = space, layout, trait
+
+
 def _allocate(shape, dtype, space, layout) -> np.ndarray:
     """The zeroed memory of ``pk.View(shape, dtype, space, layout)``, after checking the PyKokkos arguments."""
     if space is not None and not isinstance(space, MemorySpace):

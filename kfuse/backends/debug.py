@@ -155,6 +155,9 @@ def _checked(parsed, made: dict):
     if parsed.uid in made:
         return made[parsed.uid]
     tree = _CheckDivisions().visit(copy.deepcopy(parsed.tree))
+    for arg in ast.walk(tree):  # annotations do nothing here, and a method kernel's are resolved objects
+        if isinstance(arg, ast.arg):
+            arg.annotation = None
     fn = parsed.fn
     helpers = {n.id: parsed.namespace[n.id] for n in ast.walk(tree) if isinstance(n, ast.Name)
                and isinstance(parsed.namespace.get(n.id), Function)}

@@ -199,7 +199,9 @@ class _Resolver(ast.NodeTransformer):
     def resolve_annotation(self, ann):
         if ann is None:
             return None
-        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        if isinstance(ann, ast.Constant) and not isinstance(ann.value, str):
+            return ann.value  # resolved already (a method kernel's field, frontend/methods.py)
+        if isinstance(ann, ast.Constant):
             ann = ast.parse(ann.value, mode="eval").body
         try:
             if isinstance(ann, ast.Subscript):
@@ -211,6 +213,11 @@ class _Resolver(ast.NodeTransformer):
             if isinstance(exc, UnsupportedSyntaxError):
                 raise
             raise self.error(f"cannot understand the annotation '{ast.unparse(ann)}'", ann) from None
+
+
+def resolve_annotation(parsed: ParsedFunction, ann):
+    """The object annotation ``ann`` (an AST expression in ``parsed``'s source) names."""
+    return _Resolver(parsed, set(), {}).resolve_annotation(ann)
 
 
 # Python constructs no kernel can contain, named as a user knows them. Rejected before names are resolved,

@@ -7,6 +7,7 @@ errors at the user's file:line.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
 import textwrap
@@ -104,6 +105,14 @@ class Workunit:
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
 
+    def __get__(self, obj, owner=None):
+        """``obj.kernel`` of a workunit written as a method: the kernel bound to ``obj``'s fields."""
+        if obj is None or not is_method(self.fn):
+            return self
+        from .methods import BoundWorkunit
+
+        return BoundWorkunit(self, obj)
+
     def __repr__(self) -> str:
         return f"<kfuse workunit {self.__name__}>"
 
@@ -122,6 +131,18 @@ class Function:
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
+
+    def __get__(self, obj, owner=None):
+        """A ``@pk.function`` method called from host code runs as the method it is."""
+        if obj is None or not is_method(self.fn):
+            return self
+        return functools.partial(self.fn, obj)
+
+
+def is_method(fn) -> bool:
+    """Written as a method: its first parameter is ``self`` (a class's workunits and helpers)."""
+    code = getattr(fn, "__code__", None)
+    return code is not None and code.co_argcount > 0 and code.co_varnames[0] == "self"
 
 
 def workunit(fn=None, **options):
