@@ -12,6 +12,8 @@ import sys
 from . import context, guard
 from .calls import bind
 from .errors import ArgumentError, public_error
+from .frontend import lambdas
+from .frontend.lambdas import is_lambda
 from .frontend.methods import BoundWorkunit
 from .frontend.workunit import Workunit
 from .pipeline import execute, kernel_of
@@ -36,6 +38,8 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
     policy, wu, positional = _split(args)
     if isinstance(wu, list):
         return _explicit_fusion(op, policy, wu, positional, kwargs)
+    if is_lambda(wu):
+        wu, positional, kwargs = lambdas.as_kernel(op, wu, positional, kwargs)
     if isinstance(policy, TeamThreadRange):  # nested parallelism of a team workunit in the Debug space
         from .backends.debug import run_nested
 
