@@ -8,8 +8,14 @@ passed to ``parallel_*`` directly (``pk.parallel_for(n, obj.kernel)``).
 """
 from __future__ import annotations
 
-from . import context
+import ast
+import builtins
+import copy
+
+from . import context, kernel_api
 from .errors import ArgumentError
+from .frontend.methods import ToSelf, bare_fields
+from .frontend.workunit import parse_function
 from .spaces import ExecutionSpace, set_default_space
 
 _ROLE = "_kfuse_role"
@@ -76,8 +82,48 @@ def execute(*args, dependencies=None) -> None:
     if space is not ExecutionSpace.Default:
         set_default_space(space)
     try:
-        mains[0](obj)
+        _member_scoped(mains[0], type(obj))(obj)
     finally:
         runtime.default_space = previous
     for fn in _methods(type(obj), "callback"):
         fn(obj)
+
+
+_scoped: dict = {}  # (main function, class) -> the function run for it
+
+
+def _member_scoped(fn, cls: type):
+    """``fn`` as PyKokkos runs a main method, compiled to a C++ member function: a bare field name reads
+    ``self.<field>`` and a bare ``printf`` is ``pk.printf``. The function itself when it uses neither."""
+    key = (fn, cls)
+    if key not in _scoped:
+        _scoped[key] = _rescoped(fn, cls)
+    return _scoped[key]
+
+
+def _rescoped(fn, cls: type):
+    parsed = parse_function(fn)
+    names = bare_fields(parsed.tree, parsed.namespace, cls)
+    tree = ToSelf(names).visit(copy.deepcopy(parsed.tree))
+    printf = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "printf"
+              and "printf" not in parsed.namespace and not hasattr(builtins, "printf")]
+    if not names and not printf:
+        return fn
+    for node in printf:
+        node.id = _PRINTF
+    # Compiled inside an outer function whose parameters supply printf and the original's free variables.
+    supplied = [_PRINTF, *fn.__code__.co_freevars]
+    outer = ast.FunctionDef(name="_kfuse_outer", args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=a) for a in supplied], vararg=None, kwonlyargs=[], kw_defaults=[],
+        kwarg=None, defaults=[]), body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None)
+    for node in (outer, outer.body[1], outer.body[1].value):
+        ast.copy_location(node, tree)
+    module = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
+    namespace: dict = {}
+    exec(compile(module, parsed.filename, "exec"), fn.__globals__, namespace)  # noqa: S102 - the user's own method
+    cells = [cell.cell_contents for cell in fn.__closure__ or ()]
+    return namespace["_kfuse_outer"](kernel_api.printf, *cells)
+
+
+_PRINTF = "_kfuse_printf"

@@ -273,3 +273,32 @@ def test_compiled_workload_and_functor(fusion):
     pk.execute(d)
     i = np.arange(N)
     np.testing.assert_array_equal(np.asarray(d.out), np.array([10, 20, 30])[i % 3] + 21 + 6 * i)
+
+
+@pk.workload
+class MemberScope:
+    """Written as PyKokkos allows, for C++ member scope: bare field names in kernels and main, bare printf."""
+
+    def __init__(self, n: int):
+        self.n: int = n
+        self.factor: float = 3
+        self.A: pk.View1D[pk.double] = pk.View([n], pk.double)
+
+    @pk.main
+    def run(self):
+        printf("member scope %d\n", n)
+        pk.parallel_for(n, self.fill)
+
+    @pk.workunit
+    def fill(self, i: int):
+        A[i] = factor * i
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+def test_bare_field_names_read_the_fields_as_in_pykokkos(fusion, capsys):
+    if fusion:
+        pk.enable_fusion()
+    w = MemberScope(7)
+    pk.execute(w)
+    np.testing.assert_array_equal(np.asarray(w.A), 3.0 * np.arange(7))
+    assert "member scope 7" in capsys.readouterr().out

@@ -12,6 +12,7 @@ pk.View1D[pk.double] = ...``), as in PyKokkos; a field without one is typed by i
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import functools
 import typing
@@ -134,6 +135,39 @@ def _annotation(parsed, node, resolve):
     return value
 
 
+def bare_fields(tree: ast.FunctionDef, namespace: dict, cls: type) -> set:
+    """Names ``tree`` reads bare that mean the object's fields: PyKokkos compiles a class's methods to C++, where a
+    member is in scope by its bare name (``A[j]`` for ``self.A``). Only names that are no local, parameter, global
+    or builtin of the method, and that ``cls`` declares as fields, are taken so."""
+    local = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    declared = _field_annotations(cls)
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.id not in local and n.id not in namespace and not hasattr(builtins, n.id) and n.id in declared}
+
+
+class ToSelf(ast.NodeTransformer):
+    """Reads of the given bare names become ``self.<name>``."""
+
+    def __init__(self, names: set):
+        self.names = names
+
+    def visit_Name(self, node):
+        if node.id in self.names and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=node.id,
+                                                   ctx=ast.Load()), node)
+        return node
+
+
+def _member_scoped(parsed: ParsedFunction, cls: type) -> ParsedFunction:
+    names = bare_fields(parsed.tree, parsed.namespace, cls)
+    if not names:
+        return parsed
+    tree = ast.fix_missing_locations(ToSelf(names).visit(copy.deepcopy(parsed.tree)))
+    return ParsedFunction(fn=parsed.fn, name=parsed.name, tree=tree, filename=parsed.filename,
+                          namespace=parsed.namespace)
+
+
 def _is_self_attribute(node) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
@@ -144,6 +178,7 @@ class _Rewrite:
 
     def __init__(self, cls: type, root: ParsedFunction):
         self.cls = cls
+        root = _member_scoped(root, cls)
         self.parsed = {root.name: root}  # method name -> its parsed source, for the root and its helpers
         self.direct: dict = {}  # method name -> fields it uses itself
         self.calls: dict = {}  # method name -> helper methods it calls
@@ -153,7 +188,7 @@ class _Rewrite:
             self._scan(name)
             for callee in self.calls[name]:
                 if callee not in self.parsed:
-                    self.parsed[callee] = _helper_method(cls, callee).parsed
+                    self.parsed[callee] = _member_scoped(getattr(cls, callee).parsed, cls)
                     pending.append(callee)
         self.used = {name: self._closure(name) for name in self.parsed}
         taken = set().union(*(_names_in(p.tree) for p in self.parsed.values()))
@@ -255,10 +290,6 @@ def _method_called(cls: type, parsed: ParsedFunction, node: ast.Call) -> str:
     what = ("a workunit (launch it with pk.parallel_for/parallel_reduce instead)" if isinstance(target, Workunit)
             else "not a @pk.function method" if target is not None else f"not a method of {cls.__name__}")
     raise parsed.error(f"kernel calls self.{name}(...), which is {what}", node, cls=UnsupportedSyntaxError)
-
-
-def _helper_method(cls: type, name: str) -> Function:
-    return getattr(cls, name)
 
 
 def _used_as_base(tree, name_node) -> bool:
