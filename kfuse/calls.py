@@ -53,6 +53,17 @@ class Prepared:
         return found
 
     @property
+    def prints(self) -> bool:
+        """Whether the kernel (or a helper it calls) calls pk.printf."""
+        found = self.__dict__.get("_prints")
+        if found is None:
+            trees = [self.source.tree, *(h.tree for h in self.source.helpers.values())]
+            found = self.__dict__["_prints"] = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "printf"
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == "pk" for t in trees for n in ast.walk(t))
+        return found
+
+    @property
     def access(self):
         """Per-parameter read/write summary from the AST (computed once per specialisation)."""
         if self._access is None:

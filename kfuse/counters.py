@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from . import context
 
-COUNTERS = ("ops_traced", "flushes", "kernels_launched", "fused_kernels_launched", "escaped_calls", "compiles",
-            "cache_hits", "kernels_loaded", "kernels_unloaded")
+COUNTERS = ("ops_traced", "flushes", "kernels_launched", "fused_kernels_launched", "escaped_calls", "printing_calls",
+            "compiles", "cache_hits", "kernels_loaded", "kernels_unloaded")
 
 
 def fresh() -> dict:

@@ -56,12 +56,12 @@ class Runtime:
     # --- logging --------------------------------------------------------------------------
     def log(self, call):
         """Append ``call`` (the caller holds ``guard.lock``); it runs at once (with what it depends on) if it
-        touches escaped memory."""
+        touches escaped memory, or prints (pk.printf output keeps its place among the program's own output)."""
         counters.bump("ops_traced")
         result = self._append(call)
         escaped = _escaped_views(call)
-        if escaped:
-            counters.bump("escaped_calls")
+        if escaped or call.prepared.prints:
+            counters.bump("escaped_calls" if escaped else "printing_calls")
             self._run(self.trace.partition_for(None, False, (call,)))
             self._raise_at_call(call)
             for view in escaped:  # a GPU result reaches the host memory the program holds

@@ -414,3 +414,26 @@ def test_pk_value_gives_a_plain_float():
     r = pk.parallel_reduce(N, w_sum, x=x)
     assert isinstance(r, pk.Future) and type(pk.value(r)) is float and pk.value(r) == float(N)
     assert pk.value(3) == 3
+
+
+@pk.workunit
+def announce(i: int, a: pk.View1D[pk.double]):
+    pk.printf("kernel %d %.1f\n", i, a[i])
+
+
+@pk.workunit
+def add_one(i: int, a: pk.View1D[pk.double]):
+    a[i] = a[i] + 1.0
+
+
+@pytest.mark.backend("python")
+def test_printf_output_keeps_its_place_among_host_prints(capsys):
+    pk.enable_fusion()
+    a = pk.View([2], pk.double)
+    pk.parallel_for(2, add_one, a=a)  # pending until the printing kernel, which reads it, runs
+    print("before")
+    pk.parallel_for(2, announce, a=a)
+    print("after")
+    pk.fence()
+    assert capsys.readouterr().out.split("\n") == ["before", "kernel 0 1.0", "kernel 1 1.0", "after", ""]
+    assert pk.stats()["printing_calls"] == 1
