@@ -18,6 +18,7 @@ import numpy as np
 from .. import types as kt
 from ..errors import UnsupportedSyntaxError
 from ..ir.typing import ATOMIC_CALLS
+from .subviews import inline_subviews
 from .workunit import Function, ParsedFunction, Workunit
 
 # Canonical names of the math functions kernels may call, keyed by the Python objects users reach them by.
@@ -264,6 +265,7 @@ def normalize(parsed: ParsedFunction, kind: str = "workunit") -> KernelSource:
         annotations["return"] = resolver.resolve_annotation(tree.returns)
         tree.returns = None
     tree.body = [resolver.visit(stmt) for stmt in tree.body]
+    tree = inline_subviews(tree, lambda message, node: parsed.error(message, node, cls=UnsupportedSyntaxError))
     resolved_helpers = {name: normalize(fn.parsed, "function") for name, fn in helpers.items()}
     for sub in list(resolved_helpers.values()):  # helpers of helpers are visible to the kernel too
         for name, h in sub.helpers.items():
