@@ -19,13 +19,12 @@ from .errors import ArgumentError
 from .frontend.access import summarize
 from .frontend.normalize import KernelSource, normalize
 from .frontend.spec import ArgType, KernelSpec
-from .frontend.methods import BoundWorkunit
-from .frontend.workunit import Workunit
+from .frontend.workunit import BoundWorkunit, Workunit
 from .policies import MDRangePolicy, RangePolicy, TeamPolicy, normalize as normalize_policy
 from .future import Future
 from .ir.typing import annotation_dtype
 from .types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
-from .views import DeviceView, View, view_argument
+from .views import DeviceView, View, check_atomic_writes, view_argument
 
 
 @dataclass(eq=False)
@@ -329,7 +328,8 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     ``backend``: the runtime's backend (the Debug space has its own, ``backends.debug``)."""
     if type(wu) is not Workunit and not isinstance(wu, Workunit):
         if isinstance(wu, BoundWorkunit):
-            return bind(wu.kernel, op, policy, positional, _with_fields(wu, kwargs), backend)
+            kernel = wu.kernel
+            return bind(kernel, op, policy, positional, _with_fields(kernel, wu.obj, kwargs), backend)
         if callable(wu):
             raise ArgumentError(f"{getattr(wu, '__name__', wu)!r} is not a workunit; decorate it with @pk.workunit")
         raise ArgumentError(f"expected a workunit, got {wu!r}")
@@ -376,12 +376,13 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     return binding, policy, values
 
 
-def _with_fields(bound: BoundWorkunit, kwargs: dict) -> dict:
-    fields = bound.field_arguments()
+def _with_fields(kernel, obj, kwargs: dict) -> dict:
+    """A method kernel's arguments: the call's, and the object's fields as they are now."""
+    fields = kernel.field_arguments(obj)
     for name in kwargs:
         if name in fields:
-            raise ArgumentError(f"workunit '{bound.__name__}' has no parameter '{name}' (its self.{name} field is "
-                                "passed from the object)")
+            raise ArgumentError(f"workunit '{kernel.__name__}' has no parameter '{name}' (it is the self.{name} "
+                                "field, passed from the object)")
     fields.update(kwargs)
     return fields
 
@@ -405,7 +406,9 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values, backend) -
     backend.check_space(space.value, wu.__name__)
     # Type-check now (milliseconds, no compiler): an unsupported construct or a type error is reported at
     # this call even when fusion delays the kernel, and its read/write sets are then known to be right.
-    return Prepared(wu, src, spec, wu.__name__, backend, backend.translate(src, spec, wu.__name__))
+    prepared = Prepared(wu, src, spec, wu.__name__, backend, backend.translate(src, spec, wu.__name__))
+    check_atomic_writes(prepared, values)
+    return prepared
 
 
 def serial_twin(prepared: Prepared) -> Prepared:

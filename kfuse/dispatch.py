@@ -14,8 +14,7 @@ from .calls import bind
 from .errors import ArgumentError, public_error
 from .frontend import lambdas
 from .frontend.lambdas import is_lambda
-from .frontend.methods import BoundWorkunit
-from .frontend.workunit import Workunit
+from .frontend.workunit import BoundWorkunit, Workunit
 from .pipeline import execute, kernel_of
 from .policies import TeamThreadRange, normalize as normalize_policy
 from .runtime.launch import policy_slots

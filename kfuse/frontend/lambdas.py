@@ -15,8 +15,7 @@ import linecache
 import types
 
 from ..errors import ArgumentError, SourceError
-from .methods import BoundWorkunit
-from .workunit import ParsedFunction, Workunit
+from .workunit import BoundWorkunit, ParsedFunction, Workunit
 
 OUTPUT = "lambda_output"  # the parameter the 3-argument parallel_for form writes
 

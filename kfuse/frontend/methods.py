@@ -24,38 +24,6 @@ from ..types import View1D, _ViewAnnotation
 from .workunit import Function, ParsedFunction, Workunit, is_method, parse_function
 
 
-class BoundWorkunit:
-    """``obj.kernel`` for a method workunit: what ``parallel_*`` launches with the object's fields."""
-
-    __slots__ = ("method", "obj")
-
-    def __init__(self, method: Workunit, obj):
-        self.method = method
-        self.obj = obj
-
-    @property
-    def kernel(self) -> "MethodKernel":
-        return kernel_for(self.method, type(self.obj))
-
-    @property
-    def parsed(self) -> ParsedFunction:
-        return self.kernel.parsed
-
-    @property
-    def __name__(self) -> str:
-        return self.method.__name__
-
-    def field_arguments(self) -> dict:
-        """The kernel's field parameters bound to the object's fields as they are now."""
-        return self.kernel.field_arguments(self.obj)
-
-    def __call__(self, *args, **kwargs):
-        return self.method.fn(self.obj, *args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<kfuse workunit {type(self.obj).__name__}.{self.method.__name__} of {self.obj!r}>"
-
-
 class MethodKernel(Workunit):
     """A method workunit rewritten for one class: a standalone workunit with a parameter per field it uses."""
 
@@ -91,10 +59,9 @@ def _list_field(value, cls: type, field: str) -> np.ndarray:
 
 def kernel_for(method: Workunit, cls: type) -> MethodKernel:
     """The kernel of ``method`` for objects of ``cls`` (made once per class)."""
-    made = method.__dict__.setdefault("_kfuse_class_kernels", {})
-    kernel = made.get(cls)
+    kernel = method.class_kernels.get(cls)
     if kernel is None:
-        kernel = made[cls] = _Rewrite(cls, method.parsed).kernel(method)
+        kernel = method.class_kernels[cls] = _Rewrite(cls, method.parsed).kernel(method)
     return kernel
 
 

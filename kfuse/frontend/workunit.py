@@ -97,6 +97,7 @@ class Workunit:
         self.__wrapped__ = fn
         self.options = options or {}
         self.specializations: dict = {}  # dispatch cache: call signature -> prepared kernel
+        self.class_kernels: dict = {}  # a method's kernel per class of the objects it is called on
 
     @cached_property
     def parsed(self) -> ParsedFunction:
@@ -109,12 +110,44 @@ class Workunit:
         """``obj.kernel`` of a workunit written as a method: the kernel bound to ``obj``'s fields."""
         if obj is None or not is_method(self.fn):
             return self
-        from .methods import BoundWorkunit
-
         return BoundWorkunit(self, obj)
 
     def __repr__(self) -> str:
         return f"<kfuse workunit {self.__name__}>"
+
+
+class BoundWorkunit:
+    """``obj.kernel`` for a method workunit: what ``parallel_*`` launches with the object's fields."""
+
+    __slots__ = ("method", "obj")
+
+    def __init__(self, method: Workunit, obj):
+        self.method = method
+        self.obj = obj
+
+    @property
+    def kernel(self) -> Workunit:
+        """The method rewritten for the object's class (frontend/methods.py), made at its first launch."""
+        kernel = self.method.class_kernels.get(type(self.obj))
+        if kernel is None:
+            from .methods import kernel_for
+
+            kernel = kernel_for(self.method, type(self.obj))
+        return kernel
+
+    @property
+    def parsed(self) -> ParsedFunction:
+        return self.kernel.parsed
+
+    @property
+    def __name__(self) -> str:
+        return self.method.__name__
+
+    def __call__(self, *args, **kwargs):
+        return self.method.fn(self.obj, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<kfuse workunit {type(self.obj).__name__}.{self.method.__name__} of {self.obj!r}>"
 
 
 class Function:
