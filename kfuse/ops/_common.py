@@ -1,13 +1,15 @@
 """Operand handling shared by the array operations: Views vs scalars, result types, output Views, layouts.
 
-Elementwise kernels run over 1-D Views. A C-contiguous View of any rank is handed to them as a flat
-1-D View over the same memory (the tracer follows byte ranges, so dependencies stay exact); the flat
-View is cached per View so repeated operations on one array see one flat View. A strided 2-D View is
-copied into a contiguous one first (and results for a strided ``out=`` are copied back).
+Elementwise kernels run over 1-D Views of operands broadcast to one shape (NumPy's rules). A C-contiguous
+View of any rank is handed to them as a flat 1-D View over the same memory (the tracer follows byte ranges,
+so dependencies stay exact); the flat View is cached per View so repeated operations on one array see one
+flat View. A strided 2-D View is copied into a contiguous one first (and results for a strided ``out=`` are
+copied back).
 None of this touches the data on the host, so nothing here forces pending kernels to run.
 """
 from __future__ import annotations
 
+import operator
 import weakref
 
 import numpy as np
@@ -15,6 +17,7 @@ import numpy as np
 from ..policies import MDRangePolicy
 from ..dispatch import parallel_for
 from ..future import Future
+from ..types import dtype_of
 from ..views import View
 from . import kernels
 
@@ -44,6 +47,42 @@ def as_scalar(x):
     if isinstance(x, (bool, int, float)):
         return x
     raise TypeError(f"expected a View, an array or a number, got {type(x).__name__}")
+
+
+def host_values(name: str, param: str, x) -> np.ndarray:
+    """The values of operand ``param`` of ``name`` as a NumPy array for a host computation: a View's are copied
+    through its host barrier (pending kernels that write it run first), anything else goes through np.asarray."""
+    values = x.copy() if isinstance(x, View) else np.asarray(x)
+    try:
+        dtype_of(values.dtype)
+    except TypeError:
+        raise TypeError(f"{name}: {param} must be a View, an array or a number of a kfuse dtype, got "
+                        f"{type(x).__name__} of {values.dtype}") from None
+    return values
+
+
+def view_of(name: str, param: str, x) -> View:
+    """``as_view`` for any operand (numbers too), with an error naming ``name`` and ``param`` for values of no
+    kfuse dtype. NumPy arrays are shared, as ``pk.array`` shares them."""
+    return x if isinstance(x, View) else View.from_numpy(host_values(name, param, x))
+
+
+def axes(name: str, axis, ndim: int):
+    """``axis`` (None, an int or a tuple of ints) checked against ``ndim`` dimensions, negatives normalised."""
+    if axis is None:
+        return None
+    items = axis if isinstance(axis, tuple) else (axis,)
+    try:
+        items = tuple(operator.index(a) for a in items)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}") from None
+    for a in items:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{name}: axis {a} is out of range for a {ndim}-D array")
+    normal = tuple(a % ndim for a in items)
+    if len(set(normal)) != len(normal):
+        raise ValueError(f"{name}: axis {axis!r} repeats an axis")
+    return normal if isinstance(axis, tuple) else normal[0]
 
 
 def operand(x):
@@ -90,13 +129,26 @@ def output(out, shape: tuple, dtype) -> View:
     return out
 
 
-def same_shape(name: str, *views: View) -> tuple:
-    shape = views[0].shape
-    for v in views[1:]:
-        if v.shape != shape:
-            raise ValueError(f"{name}: operands have shapes {shape} and {v.shape}; kfuse array operations do not "
-                             "broadcast (use equal shapes or a scalar)")
-    return shape
+def broadcast(name: str, *operands) -> tuple:
+    """NumPy broadcasting of the View operands (other operands pass unchanged): the result shape, and the
+    operands with each View as a View of that shape. A repeated View is copied out to the full shape in new
+    memory first, so an ``out=`` over its memory cannot race with the reads (a kernel reading it through a
+    zero-stride View for ranks 1 and 2, a host copy above)."""
+    shapes = [x.shape for x in operands if isinstance(x, View)]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{name}: operands of shapes {', '.join(map(str, shapes))} cannot be broadcast "
+                         "together") from None
+    return shape, [_repeated(x, shape) if isinstance(x, View) and x.shape != shape else x for x in operands]
+
+
+def _repeated(v: View, shape: tuple) -> View:
+    if len(shape) > 2:
+        return View.wrap(np.ascontiguousarray(np.broadcast_to(v.copy(), shape)))
+    spread = View.wrap(np.broadcast_to(v._array, shape))
+    target = new_view(shape, v.dtype.np)
+    return copy2d(target, spread) if len(shape) == 2 else elementwise(kernels.copy_k, target, a=spread)
 
 
 def transposed(v: View) -> View:

@@ -1,9 +1,13 @@
-"""Array constructors (``zeros``, ``ones``, ``full``, ``empty`` and their ``*_like`` forms).
+"""Array constructors (``zeros``, ``ones``, ``full``, ``empty``, their ``*_like`` forms, ``linspace``, ``logspace``).
 
-New memory has no pending readers or writers, so constant fills are done by NumPy at allocation; only a
-``full`` with a Future value needs a kernel (it must wait for the reduction that produces it).
+New memory has no pending readers or writers, so constant fills, and the ranges of ``linspace``/``logspace``
+(NumPy's values to the last bit), are done by NumPy at allocation; only a ``full`` with a Future value needs
+a kernel (it must wait for the reduction that produces it).
 """
 from __future__ import annotations
+
+import numbers
+import operator
 
 import numpy as np
 
@@ -61,3 +65,36 @@ def ones_like(a, dtype=None) -> View:
 def full_like(a, fill_value, dtype=None) -> View:
     shape, dtype = _like(a, dtype)
     return full(shape, fill_value, dtype)
+
+
+def _num(name: str, num) -> int:
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise TypeError(f"{name}: num must be an int, got {type(num).__name__}") from None
+    if num < 0:
+        raise ValueError(f"{name}: num must be non-negative, got {num}")
+    return num
+
+
+def _bound(name: str, param: str, x) -> float:
+    if isinstance(x, (numbers.Real, Future)) or isinstance(x, np.ndarray) and x.ndim == 0:
+        return float(x)
+    raise TypeError(f"{name}: {param} must be a number, got {type(x).__name__}")
+
+
+def linspace(start, stop, num=50, endpoint=True, *, dtype=None):
+    """``num`` evenly spaced numbers (float64 unless ``dtype``) from ``start`` to ``stop``, which is included
+    unless ``endpoint`` is False."""
+    values = np.linspace(_bound("linspace", "start", start), _bound("linspace", "stop", stop),
+                         _num("linspace", num), endpoint=endpoint, dtype=_np_dtype(dtype))
+    return View.wrap(values)
+
+
+def logspace(start, stop, num=50, base=10.0, *, endpoint=True, dtype=None):
+    """``base ** linspace(start, stop, num)`` (PyKokkos's argument order: ``base`` is the fourth; NumPy's
+    ``endpoint`` and ``dtype`` are keywords)."""
+    values = np.logspace(_bound("logspace", "start", start), _bound("logspace", "stop", stop),
+                         _num("logspace", num), endpoint=endpoint, base=_bound("logspace", "base", base),
+                         dtype=_np_dtype(dtype))
+    return View.wrap(values)

@@ -2,6 +2,7 @@
 
 ``pk.add(a, b)`` returns a new View (or writes ``out=``); either operand may be a scalar, including
 a Future from an earlier reduction, which the kernel takes as an argument so nothing waits for it.
+Array operands broadcast as in NumPy (a repeated operand is first copied out by one more kernel).
 Applied to plain numbers the math functions behave like their ``math`` counterparts, which keeps
 ``pk.sqrt(x)`` meaning the same inside a workunit run by the Debug space.
 """
@@ -11,9 +12,12 @@ import builtins
 import math
 import operator
 
+import numpy as np
+
 from ..views import View
 from . import kernels as k
-from ._common import (as_view, copy2d, elementwise, is_array, kernel_scalar, operand, output, result_dtype, same_shape)
+from ._common import (as_view, broadcast, copy2d, elementwise, is_array, kernel_scalar, operand, output,
+                      result_dtype)
 
 
 def _binary(name, vv, vs, sv, pyop, a, b, out, floating=False):
@@ -25,7 +29,7 @@ def _binary(name, vv, vs, sv, pyop, a, b, out, floating=False):
             return fill(out, pyop(a, b))
         return pyop(a, b)
     if a_view and b_view:
-        shape = same_shape(name, a, b)
+        shape, (a, b) = broadcast(name, a, b)
         target = output(out, shape, result_dtype(a, b, floating=floating))
         return elementwise(vv, target, a=a, b=b)
     target = output(out, (a if a_view else b).shape, result_dtype(a, b, floating=floating))
@@ -36,13 +40,14 @@ def _binary(name, vv, vs, sv, pyop, a, b, out, floating=False):
     return elementwise(sv, target, s=kernel_scalar(a, b), b=b)
 
 
-def _unary(wu, scalar_fn, x, out, floating):
+def _unary(wu, scalar_fn, x, out, floating, dtype=None):
+    """``dtype`` fixes the result type (else NumPy's rule for ``x``, float64 for integers when ``floating``)."""
     if not is_array(x):
         if out is not None:
             raise TypeError("out= needs an array operand")
         return scalar_fn(x)
     v = as_view(x)
-    dtype = result_dtype(v, floating=floating)
+    dtype = result_dtype(v, floating=floating) if dtype is None else dtype
     return elementwise(wu, output(out, v.shape, dtype), a=v)
 
 
@@ -105,12 +110,17 @@ def cos(x, out=None):
     return _unary(k.cos_k, math.cos, x, out, True)
 
 
+def logical_not(x, out=None):
+    """Elementwise ``not x`` as a bool View (NumPy's dtype; PyKokkos's uint8 would index as integers, not as a
+    mask). On a number, Python's ``not``."""
+    return _unary(k.logical_not_k, operator.not_, x, out, False, dtype=np.bool_)
+
+
 def where(cond, a, b, out=None):
     """``a`` where ``cond`` is true (non-zero), else ``b``; ``a``/``b`` may be scalars."""
     cond = as_view(cond)
     a, b = operand(a), operand(b)
-    views = [cond] + [x for x in (a, b) if isinstance(x, View)]
-    shape = same_shape("where", *views)
+    shape, (cond, a, b) = broadcast("where", cond, a, b)
     target = output(out, shape, result_dtype(a, b))
     a_view, b_view = isinstance(a, View), isinstance(b, View)
     if a_view and b_view:

@@ -136,6 +136,11 @@ def cos_k(i, out, a):
     out[i] = math.cos(a[i])
 
 
+@workunit
+def logical_not_k(i, out, a):
+    out[i] = a[i] == 0  # NaN is true, as in NumPy: NaN == 0 is false
+
+
 # --- where --------------------------------------------------------------------------------------
 @workunit
 def where_vv(i, out, cond, a, b):
