@@ -4,6 +4,7 @@ Small systems keep these fast; the 16^3-cell run is checked against the PyKokkos
 values. Every check runs the real kernels through the C++ compiler.
 """
 import io
+import struct
 import sys
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 from examinimd import DEFAULT_INPUT, InputError, Simulation, parse, read, run_simulation  # noqa: E402
-from examinimd.atoms import create_velocities, fcc_positions, geom_uniforms, lattice_constant  # noqa: E402
+from examinimd.atoms import (VELOCITY_GENERATORS, create_velocities, fcc_positions, geom_uniforms,  # noqa: E402
+                             lammps_uniforms, lattice_constant)
 
 IN_LJ = DEFAULT_INPUT.read_text()
 
@@ -68,6 +70,7 @@ def test_in_lj_is_the_lj_melt_problem():
     (IN_LJ.replace("loop geom", "loop all"), "'velocity loop all' is not supported"),
     (IN_LJ.replace("mass            1 2.0", ""), "no mass for atom type 1"),
     (IN_LJ.replace("every 20", "every x"), "must be an integer, got 'x'"),
+    (IN_LJ + "newton sometimes\n", "'newton' takes 'on' or 'off'"),
 ])
 def test_bad_input_is_rejected_with_its_line(text, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -83,22 +86,85 @@ def test_fcc_lattice_has_the_input_density():
     assert len(pos) / (3 * 4 * 5 * a ** 3) == pytest.approx(0.8442, rel=1e-12)
 
 
-def test_loop_geom_velocities_follow_the_site_not_the_atom_order():
+def test_examinimd_input_parses_with_newton():
+    """ExaMiniMD's own in.lj says 'newton off'; it changes nothing here (no ghost atoms)."""
+    assert parse(IN_LJ + "newton off\n") == parse(IN_LJ) == parse(IN_LJ + "newton on\n")
+
+
+class ReferenceRanPark:
+    """LAMMPS's RanPark, one atom at a time in plain Python: the reference for the vectorised generator.
+
+    Written from the algorithm: a one-at-a-time hash over the bytes (as signed chars) of the int seed and
+    of the three doubles, its final avalanche, 27 bits as the seed, 5 warm-up draws; draws by Schrage's
+    method (the vectorised code uses the direct product modulo 2^31 - 1 instead).
+    """
+
+    def __init__(self, seed, coord):
+        h = 0
+        for byte in struct.pack("<i", seed) + struct.pack("<3d", *coord):
+            signed = byte - 256 if byte > 127 else byte
+            h = (h + signed) % 2 ** 32
+            h = (h + (h << 10)) % 2 ** 32
+            h ^= h >> 6
+        h = (h + (h << 3)) % 2 ** 32
+        h ^= h >> 11
+        h = (h + (h << 15)) % 2 ** 32
+        self.seed = (h & 0x7FFFFFF) or 1
+        for _ in range(5):
+            self.uniform()
+
+    def uniform(self):
+        k = self.seed // 127773
+        self.seed = 16807 * (self.seed - k * 127773) - 2836 * k
+        if self.seed < 0:
+            self.seed += 2147483647
+        return (1.0 / 2147483647) * self.seed
+
+
+@pytest.mark.parametrize("seed", [87287, 1, 2 ** 31 - 1])
+def test_lammps_generator_matches_the_one_atom_reference_bit_for_bit(seed):
+    a = lattice_constant(0.8442)
+    pos = np.concatenate([fcc_positions((3, 3, 3), a),
+                          np.random.default_rng(seed).uniform(-50.0, 50.0, (40, 3)), [[-0.0, 1e-300, 3e300]]])
+    expected = np.array([[gen.uniform() for _ in range(3)] for gen in (ReferenceRanPark(seed, p) for p in pos)])
+    assert np.array_equal(lammps_uniforms(pos, seed), expected)
+
+
+def test_lammps_velocities_are_examinimds():
+    """Values from the PyKokkos ExaMiniMD port's own routine (input.py, on kfuse), 5^3 cells, seed 87287."""
+    a = lattice_constant(0.8442)
+    pos = fcc_positions((5, 5, 5), a)
+    assert lammps_uniforms(pos, 87287)[:2].tolist() == [
+        [0.4632199050221685, 0.33694370758577424, 0.012893394107415058],
+        [0.19580233339024816, 0.8498172899008809, 0.8791913641054143]]
+    v = create_velocities(lammps_uniforms(pos, 87287), np.full(len(pos), 2.0), 1.4)
+    port = [[-0.12554409454861779, -0.5239840668807081, -1.3738126823989827],
+            [-0.9141185424502226, 0.9884034682739851, 1.1807705457732613]]
+    assert np.allclose(v[:2], port, rtol=0, atol=1e-15)  # the port's temperature sum adds in another order
+    with pytest.raises(ValueError, match="positive 32-bit"):
+        lammps_uniforms(pos, 2 ** 31)
+
+
+@pytest.mark.parametrize("generator", VELOCITY_GENERATORS)
+def test_loop_geom_velocities_follow_the_site_not_the_atom_order(generator):
     a = lattice_constant(0.8442)
     pos = fcc_positions((3, 3, 3), a)
     perm = np.random.default_rng(0).permutation(len(pos))
-    u = geom_uniforms(pos, 87287, 0.5 * a)
-    assert np.array_equal(geom_uniforms(pos[perm], 87287, 0.5 * a), u[perm])
-    assert not np.allclose(geom_uniforms(pos, 87288, 0.5 * a), u)
-    assert u.min() >= -0.5 and u.max() < 0.5 and abs(u.mean()) < 0.05
+    u = geom_uniforms(generator, pos, 87287, a)
+    assert np.array_equal(geom_uniforms(generator, pos[perm], 87287, a), u[perm])
+    assert not np.allclose(geom_uniforms(generator, pos, 87288, a), u)
+    assert u.min() >= 0.0 and u.max() < 1.0 and abs(u.mean() - 0.5) < 0.05
     masses = np.full(len(pos), 2.0)
-    v = create_velocities(pos, masses, 1.4, 87287, 0.5 * a)
+    v = create_velocities(u, masses, 1.4)
     assert np.allclose((masses[:, None] * v).sum(axis=0), 0.0, atol=1e-12)
     assert (masses[:, None] * v * v).sum() / (3 * len(pos) - 3) == pytest.approx(1.4, rel=1e-12)
+    with pytest.raises(ValueError, match="unknown velocity generator 'gauss'"):
+        geom_uniforms("gauss", pos, 87287, a)
 
 
-def test_initial_temperature_and_momentum_from_the_kernels():
-    sim = Simulation(small(3))
+@pytest.mark.parametrize("generator", VELOCITY_GENERATORS)
+def test_initial_temperature_and_momentum_from_the_kernels(generator):
+    sim = Simulation(small(3), velocities=generator)
     assert sim.temperature() == pytest.approx(1.4, rel=1e-12)
     assert np.abs(sim.momentum()).max() < 1e-12
 
@@ -192,14 +258,14 @@ def test_fused_run_matches_eager(eager_run):
 
 # --- the published problem ---------------------------------------------------------------------------------
 def test_16_cells_100_steps_matches_the_reference():
-    """PyKokkos ExaMiniMD, unfused, 16^3 cells, step 100: T 0.730527, PE -5.328677, E -4.232953 (per atom)."""
+    """PyKokkos ExaMiniMD, unfused, 16^3 cells, step 100: T 0.730527, PE -5.328677, E -4.232953 (per atom).
+
+    With ExaMiniMD's velocities (the default) every printed digit agrees."""
     rows = run_simulation(cells=16, steps=100)
     first, last = rows[0], rows[-1]
     assert first.temperature == pytest.approx(1.4, rel=1e-12)
     assert last.step == 100
-    assert last.temperature == pytest.approx(0.730527, rel=0.01)
-    assert last.potential_energy == pytest.approx(-5.328677, rel=0.01)
-    assert last.total_energy == pytest.approx(-4.232953, rel=0.01)
+    assert last.line().split()[1:4] == ["0.730527", "-5.328677", "-4.232953"]
 
 
 def test_command_line_prints_thermo_and_timings(capsys):
@@ -217,3 +283,7 @@ def test_command_line_prints_thermo_and_timings(capsys):
     buf = io.StringIO()
     run_simulation(cells=3, steps=20, out=buf)
     assert buf.getvalue().splitlines() == out[:4]
+
+    assert cli.main([str(DEFAULT_INPUT), "--cells", "3", "--steps", "10", "--velocities", "hash"]) == 0
+    hashed = capsys.readouterr().out.splitlines()[1:3]
+    assert hashed[0] == out[1] and hashed[1] != out[2]  # step 0 fixes T and the lattice; the trajectories differ

@@ -181,6 +181,11 @@ def parse(text: str) -> Input:
                 if kw["every"] < 1:
                     raise InputError(f"line {line_no}: 'neigh_modify every' must be at least 1")
                 values["neigh_every"] = kw["every"]
+        elif cmd == "newton":
+            # ExaMiniMD's in.lj says 'newton off'. It only picks whether forces on ghost atoms are sent
+            # back to their owners; this example has no ghost atoms (minimum image), so it changes nothing.
+            if args not in (["on"], ["off"]):
+                raise InputError(f"line {line_no}: 'newton' takes 'on' or 'off'")
         elif cmd == "fix":
             if args[1:] != ["all", "nve"]:
                 raise InputError(f"line {line_no}: only 'fix <id> all nve' is supported")

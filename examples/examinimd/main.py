@@ -1,4 +1,4 @@
-"""Command line: ``python examples/examinimd/main.py [INPUT] --cells N --steps S [--fusion]``.
+"""Command line: ``python examples/examinimd/main.py [INPUT] --cells N --steps S [--velocities G] [--fusion]``.
 
 Prints the thermo table (step, temperature, potential energy and total energy per atom, pressure),
 then the time per phase and per step; with ``--fusion`` also what the fuser did (``pk.explain()``).
@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # make the exam
 import kfuse as pk  # noqa: E402
 
 from examinimd import DEFAULT_INPUT, run_simulation  # noqa: E402
+from examinimd.atoms import VELOCITY_GENERATORS  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -21,12 +22,14 @@ def main(argv=None) -> int:
     parser.add_argument("input", nargs="?", default=str(DEFAULT_INPUT), help="LAMMPS-style input (default: in.lj)")
     parser.add_argument("--cells", type=int, help="fcc unit cells per side (overrides the input's region)")
     parser.add_argument("--steps", type=int, help="time steps (overrides the input's run)")
+    parser.add_argument("--velocities", choices=VELOCITY_GENERATORS, default="lammps",
+                        help="loop geom generator: lammps (as ExaMiniMD, the default) or hash (lattice-site hash)")
     parser.add_argument("--fusion", action="store_true", help="trace and fuse kernels (pk.fusion())")
     args = parser.parse_args(argv)
 
     sims = []
     run_simulation(args.input, cells=args.cells, steps=args.steps, fusion=args.fusion, out=sys.stdout,
-                   simulation=sims)
+                   simulation=sims, velocities=args.velocities)
     sim = sims[0]
     print(sim.timing_report())
     if args.fusion:

@@ -15,7 +15,7 @@ import numpy as np
 import kfuse as pk
 
 from . import kernels as K
-from .atoms import create_velocities, fcc_positions, lattice_constant
+from .atoms import create_velocities, fcc_positions, geom_uniforms, lattice_constant
 from .input import Input, read
 from .neighbor import NeighborList
 
@@ -38,9 +38,13 @@ THERMO_HEADER = "    Step Temp PotEng TotEng Press"
 
 
 class Simulation:
-    """One LJ system: Views for the atoms, the neighbour list, and the step kernels' fixed arguments."""
+    """One LJ system: Views for the atoms, the neighbour list, and the step kernels' fixed arguments.
 
-    def __init__(self, inp: Input):
+    ``velocities`` picks the ``loop geom`` generator (``atoms.VELOCITY_GENERATORS``): ``"lammps"``
+    reproduces ExaMiniMD's initial velocities, ``"hash"`` is a lattice-site hash.
+    """
+
+    def __init__(self, inp: Input, velocities: str = "lammps"):
         self.input = inp
         a = lattice_constant(inp.density)
         self.box = tuple(float(c * a) for c in inp.cells)
@@ -62,7 +66,8 @@ class Simulation:
         self.v = pk.View((n, 3), pk.double)
         if inp.temperature is not None:
             per_atom_mass = np.full(n, inp.masses[inp.atom_type])
-            self.v[:] = create_velocities(positions, per_atom_mass, inp.temperature, inp.seed, 0.5 * a)
+            uniforms = geom_uniforms(velocities, positions, inp.seed, a)
+            self.v[:] = create_velocities(uniforms, per_atom_mass, inp.temperature)
         self.f = pk.View((n, 3), pk.double)
         self.virial = pk.View(n, pk.double)  # per-atom share of sum over pairs of r.F
         c = inp.coeff
@@ -123,7 +128,7 @@ class Simulation:
         virial = float(pk.parallel_reduce("sum_virial", n, K.sum_values, values=self.virial))
         temp = 2.0 * ke / (3 * n - 3)
         pressure = (n * temp + virial / 3.0) / self.volume
-        return Thermo(step, temp, pe / n, (ke + pe) / n, pressure)
+        return Thermo(step, temp, pe / n, pe / n + ke / n, pressure)  # ExaMiniMD's sum: same rounding
 
     def momentum(self) -> np.ndarray:
         masses = np.asarray(self.mass)[np.asarray(self.atype)]
@@ -194,16 +199,16 @@ class Simulation:
 
 
 def run_simulation(input_path=None, cells: int | None = None, steps: int | None = None, fusion: bool = False,
-                   out=None, simulation: list | None = None) -> list[Thermo]:
+                   out=None, simulation: list | None = None, velocities: str = "lammps") -> list[Thermo]:
     """Read the input (default ``in.lj``), apply overrides, run; returns the thermo rows.
 
     ``fusion=True`` runs the whole simulation inside ``pk.fusion()``. Pass a list as ``simulation`` to get
-    the :class:`Simulation` back (for its timers).
+    the :class:`Simulation` back (for its timers); ``velocities`` as for :class:`Simulation`.
     """
     inp = read(input_path).with_overrides(cells=cells, steps=steps)
     ctx = pk.fusion() if fusion else contextlib.nullcontext()
     with ctx:
-        sim = Simulation(inp)
+        sim = Simulation(inp, velocities)
         rows = sim.run(out=out)
     if simulation is not None:
         simulation.append(sim)
