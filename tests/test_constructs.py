@@ -432,3 +432,27 @@ def test_workunits_with_the_same_name_run_their_own_code():
     np.testing.assert_array_equal(x, [1, 2, 3])
     np.testing.assert_array_equal(y, [10, 11, 12])
     np.testing.assert_array_equal(z, [3, 2, 1])
+
+
+@pk.workunit
+def assigns_parameters(i: int, out: pk.View1D[pk.int64], n: int):
+    i -= 1  # Python lets a kernel assign its index and scalar parameters: kfuse reads them through local copies
+    n = n * 2 + i
+    out[i + 1] = n
+
+
+@pk.workunit
+def after_assigns(i: int, out: pk.View1D[pk.int64], total: pk.View1D[pk.int64]):
+    total[i] = out[i] + i
+
+
+def test_assigning_index_and_scalar_parameters():
+    for fusion in (False, True):
+        if fusion:
+            pk.enable_fusion()
+        out, total = pk.View([5], pk.int64), pk.View([5], pk.int64)
+        pk.parallel_for(5, assigns_parameters, out=out, n=10)
+        pk.parallel_for(5, after_assigns, out=out, total=total)
+        i = np.arange(5)
+        np.testing.assert_array_equal(np.asarray(out), 20 + i - 1)
+        np.testing.assert_array_equal(np.asarray(total), 20 + 2 * i - 1)

@@ -7,6 +7,7 @@ at the source they are about.
 from __future__ import annotations
 
 import ast
+import copy
 
 from ..errors import KernelTypeError, UnsupportedSyntaxError
 from ..types import DType
@@ -60,10 +61,39 @@ def lower(source, spec) -> ir.Kernel:
     scope.update({n: ("team" if t == TEAM else "scalar", t) for n, t in threads + accs + flags})
     helpers = _Helpers(source.helpers)
     body = _Lowerer(source, source, helpers, scope, accumulators=set(acc_names))
-    locals_, stmts = body.function_body(source.tree.body)
+    copies = [n for n, t in params + threads + flags if not isinstance(t, ViewType) and t != TEAM]
+    locals_, stmts = body.function_body(_assignable(source.tree, copies).body)
     return ir.Kernel(source.name, spec.op, spec.policy, threads, accs, flags, params, locals_, stmts,
                      tuple(helpers.functions), tuple(body.first_helpers),
                      loc=Loc(source.filename, source.tree.lineno))
+
+
+def _assignable(tree: ast.FunctionDef, scalars: list) -> ast.FunctionDef:
+    """``tree`` with each scalar parameter it assigns (``i -= 1``, as Python allows) read through a local copy:
+    in the kernel, thread indices and scalar arguments are constants."""
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned = [n for n in scalars if n in stored]
+    if not assigned:
+        return tree
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(tree)
+                                                                         if isinstance(a, ast.arg)}
+    copies = {}
+    for name in assigned:
+        copy_name = name + "_local"
+        while copy_name in taken:
+            copy_name += "_"
+        copies[name] = copy_name
+    tree = copy.deepcopy(tree)
+    for node in (n for stmt in tree.body for n in ast.walk(stmt)):  # nested defs' parameters too: same scope rules
+        if isinstance(node, ast.Name) and node.id in copies:
+            node.id = copies[node.id]
+        elif isinstance(node, ast.arg) and node.arg in copies:
+            node.arg = copies[node.arg]
+    first = tree.body[0]
+    tree.body[:0] = [ast.copy_location(ast.Assign(targets=[ast.Name(id=local, ctx=ast.Store())],
+                                                  value=ast.Name(id=name, ctx=ast.Load())), first)
+                     for name, local in copies.items()]
+    return ast.fix_missing_locations(tree)
 
 
 def lowered(source, spec) -> ir.Kernel:
