@@ -17,20 +17,22 @@ from .errors import user_facing as _user_facing
 from .frontend.workunit import function, workunit
 from .kernel_api import *  # noqa: F401,F403 - math, atomics, printf for kernels
 from .kernel_api import pow  # noqa: A004
-from .policies import (AUTO, MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange, TeamVectorRange,
-                       ThreadVectorRange)
+from .policies import (AUTO, Iterate, MDRangePolicy, RangePolicy, Rank, TeamPolicy, TeamThreadRange,
+                       TeamVectorRange, ThreadVectorRange)
+from .binsort import BinOp, BinOp1D, BinOp3D, BinSort
 from .dispatch import parallel_for, parallel_reduce, parallel_scan
 from .counters import reset as reset_stats
 from .spaces import ExecutionSpace, MemorySpace, get_default_space, set_default_space
 from .future import Future, value
-from .types import (Acc, DataType, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32, float64, int8,
-                    int16, int32, int64, real, uint8, uint16, uint32, uint64)
+from .types import (Acc, DataType, DataTypeClass, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32,
+                    float64, int8, int16, int32, int64, real, uint8, uint16, uint32, uint64)
 from .views import Layout, Trait, View, ViewTypeInfo, array, asarray, create_mirror_view, deep_copy, from_numpy
 from .workloads import callback, execute, functor, main, workload
 
 float = float32  # noqa: A001 - PyKokkos: pk.float is 32-bit
 bool = bool_  # noqa: A001 - PyKokkos spelling
 LayoutDefault, LayoutLeft, LayoutRight = Layout.LayoutDefault, Layout.LayoutLeft, Layout.LayoutRight
+globals().update(Trait.__members__)  # pk.Atomic, pk.Unmanaged ... as in PyKokkos
 globals().update(MemorySpace.__members__)  # pk.HostSpace, pk.CudaSpace ... as in PyKokkos
 OpenMP, Serial, Debug, Cuda = ExecutionSpace.OpenMP, ExecutionSpace.Serial, ExecutionSpace.Debug, ExecutionSpace.Cuda
 Acc = Acc

@@ -5,7 +5,8 @@ what the fuser compares.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
 
 from .spaces import ExecutionSpace
 
@@ -16,6 +17,10 @@ def _split_space(args):
     if args and isinstance(args[0], ExecutionSpace):
         return args[0], args[1:]
     return None, args
+
+
+def _is_auto(value) -> bool:
+    return isinstance(value, str) and value.lower() == "auto"
 
 
 def _as_int(value, what: str) -> int:
@@ -50,21 +55,74 @@ class RangePolicy:
         return ((self.begin, self.end),)
 
 
+class Iterate(enum.Enum):
+    """PyKokkos's ``pk.Iterate``: the order an MDRangePolicy walks its tiles (outer) and each tile (inner)."""
+
+    Left = "Left"
+    Right = "Right"
+    Default = "Default"
+
+
+@dataclass(frozen=True)
+class Rank:
+    """PyKokkos's ``pk.Rank(n, outer, inner)``: an MDRangePolicy's rank and iteration orders."""
+
+    n: int
+    iter_outer: Iterate = Iterate.Default
+    iter_inner: Iterate = Iterate.Default
+
+    def __post_init__(self):
+        object.__setattr__(self, "n", _as_int(self.n, "pk.Rank's n"))
+        _orders(self.iter_outer, self.iter_inner, "pk.Rank")
+
+
+def _orders(outer, inner, what: str) -> tuple:
+    for order in (outer, inner):
+        if not isinstance(order, Iterate):
+            raise TypeError(f"{what}: iteration orders are pk.Iterate.Left, Right or Default, got {order!r}")
+    return outer, inner
+
+
 @dataclass(frozen=True, init=False)
 class MDRangePolicy:
-    """``MDRangePolicy([space,] [b0, b1, ...], [e0, e1, ...])``: a multi-dimensional thread index."""
+    """``MDRangePolicy([space,] [b0, b1, ...], [e0, e1, ...][, tiling], rank=pk.Rank(n, outer, inner))``: a
+    multi-dimensional thread index.
+
+    Tile sizes and iteration orders only change how Kokkos schedules the threads, never a correct kernel's result.
+    They are checked and kept (``tiling``, ``iter_outer``, ``iter_inner``) but not passed on: kernels run with
+    Kokkos's default tiling. They take no part in comparing policies, so calls differing only in them fuse."""
 
     begins: tuple
     ends: tuple
     space: ExecutionSpace | None
+    tiling: tuple | None = field(default=None, compare=False)
+    iter_outer: Iterate = field(default=Iterate.Default, compare=False)
+    iter_inner: Iterate = field(default=Iterate.Default, compare=False)
 
-    def __init__(self, *args, space: ExecutionSpace | None = None, tile=None):
+    def __init__(self, *args, space: ExecutionSpace | None = None, tiling=None, iter_outer: Iterate = Iterate.Default,
+                 iter_inner: Iterate = Iterate.Default, rank: Rank | None = None):
         sp, rest = _split_space(args)
+        if len(rest) == 3:
+            if tiling is not None:
+                raise TypeError("MDRangePolicy: tile sizes given twice")
+            tiling, rest = rest[2], rest[:2]
         if len(rest) != 2 or len(rest[0]) != len(rest[1]) or not 2 <= len(rest[0]) <= 3:
-            raise TypeError("MDRangePolicy expects ([b0, b1(, b2)], [e0, e1(, e2)]) with rank 2 or 3")
+            raise TypeError("MDRangePolicy expects ([b0, b1(, b2)], [e0, e1(, e2)][, [t0, t1(, t2)]]) with rank 2 or 3")
+        n = len(rest[0])
         object.__setattr__(self, "begins", tuple(_as_int(b, "MDRangePolicy begin") for b in rest[0]))
         object.__setattr__(self, "ends", tuple(_as_int(e, "MDRangePolicy end") for e in rest[1]))
         object.__setattr__(self, "space", space or sp)
+        object.__setattr__(self, "tiling", _tiling(tiling, n))
+        if rank is not None:
+            if not isinstance(rank, Rank):
+                raise TypeError(f"MDRangePolicy: rank must be a pk.Rank(n, outer, inner), got {rank!r}")
+            if rank.n != n:
+                raise ValueError(f"MDRangePolicy: pk.Rank({rank.n}, ...) does not match the {n} dimensions of "
+                                 "begin and end")
+            iter_outer, iter_inner = rank.iter_outer, rank.iter_inner
+        _orders(iter_outer, iter_inner, "MDRangePolicy")
+        object.__setattr__(self, "iter_outer", iter_outer)
+        object.__setattr__(self, "iter_inner", iter_inner)
 
     @property
     def rank(self) -> int:
@@ -75,9 +133,22 @@ class MDRangePolicy:
         return tuple(zip(self.begins, self.ends))
 
 
+def _tiling(tiling, n: int) -> tuple | None:
+    """Tile sizes: one non-negative integer per dimension (0: Kokkos's choice, as in Kokkos)."""
+    if tiling is None:
+        return None
+    if isinstance(tiling, (str, bytes)) or not hasattr(tiling, "__len__") or len(tiling) != n:
+        raise TypeError(f"MDRangePolicy: tile sizes must be a list of {n} integers, one per dimension, got {tiling!r}")
+    sizes = tuple(_as_int(t, "MDRangePolicy tile size") for t in tiling)
+    if any(t < 0 for t in sizes):
+        raise ValueError(f"MDRangePolicy: tile sizes must be non-negative (0: Kokkos's choice), got {list(sizes)}")
+    return sizes
+
+
 @dataclass(frozen=True, init=False)
 class TeamPolicy:
-    """``TeamPolicy([space,] league_size, team_size[, vector_length])``; team_size may be ``pk.AUTO``."""
+    """``TeamPolicy([space,] league_size, team_size[, vector_length])``; team_size may be ``pk.AUTO`` or, as in
+    PyKokkos, the string ``"auto"``."""
 
     league_size: int
     team_size: int
@@ -89,7 +160,8 @@ class TeamPolicy:
         if not 2 <= len(rest) <= 3:
             raise TypeError("TeamPolicy expects (league_size, team_size[, vector_length])")
         object.__setattr__(self, "league_size", _as_int(rest[0], "TeamPolicy league_size"))
-        object.__setattr__(self, "team_size", _as_int(rest[1], "TeamPolicy team_size"))
+        object.__setattr__(self, "team_size", AUTO if _is_auto(rest[1]) else
+                           _as_int(rest[1], 'TeamPolicy team_size (or pk.AUTO, "auto")'))
         object.__setattr__(self, "vector_length", _as_int(rest[2], "vector_length") if len(rest) == 3 else 1)
         object.__setattr__(self, "space", space or sp)
 

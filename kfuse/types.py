@@ -128,6 +128,11 @@ real = DType.float64
 bool_ = DType.bool
 
 
+DataTypeClass = DType
+"""PyKokkos's ``pk.DataTypeClass``, the base of its dtype classes (``data_type: pk.DataTypeClass = pk.int32``): here
+the type of kfuse's dtypes, so ``isinstance(pk.int32, pk.DataTypeClass)`` holds."""
+
+
 class DataType:
     """PyKokkos's ``pk.DataType.<name>``: each is the DType itself, so ``view.dtype is pk.DataType.int32`` holds
     and either spelling works wherever a dtype is taken."""

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import context, escape
 from .escape import byte_bounds as _byte_bounds
-from .errors import public_error
+from .errors import ArgumentError, public_error
 from .spaces import MemorySpace
 from .types import DType, dtype_of
 
@@ -38,6 +38,21 @@ def _whole(index) -> bool:
     return full(index) or (type(index) is tuple and all(full(i) for i in index))
 
 
+def _sliced(index) -> bool:
+    """Whether ``array[index]`` is NumPy basic indexing with a slice (an array sharing memory, never a copy)."""
+    items = index if type(index) is tuple else (index,)
+    return any(type(i) is slice or i is Ellipsis for i in items) and all(
+        type(i) is slice or i is Ellipsis or isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
+        for i in items)
+
+
+def _sig(view) -> tuple:
+    """A View's ``sig``: an Atomic View gets its own specialisations, where the calls are checked
+    (:func:`check_atomic_writes`)."""
+    base = (view.dtype, view.ndim, view.layout)
+    return base + (Trait.Atomic,) if view.trait is Trait.Atomic else base
+
+
 def storage_key(view) -> tuple:
     """Views with equal keys address exactly the same elements (the same memory, read the same way)."""
     return (view.ptr, view.shape, view.strides, view.dtype)
@@ -59,13 +74,35 @@ class Layout(enum.Enum):
 
 
 class Trait(enum.Enum):
-    """PyKokkos's memory traits, as ``pk.ViewTypeInfo`` declares them."""
+    """PyKokkos's memory traits (``pk.View(..., trait=pk.Atomic)``, ``pk.ViewTypeInfo(trait=...)``). Unmanaged,
+    RandomAccess and Restrict only tune Kokkos's access code, so they are accepted and change nothing here.
+    Atomic makes every access of the View atomic in Kokkos; kfuse's kernels do not do that yet, so a kernel
+    that writes an Atomic View with a plain store is refused (:func:`check_atomic_writes`)."""
 
     TraitDefault = "TraitDefault"
     Atomic = "Atomic"
     Unmanaged = "Unmanaged"
     RandomAccess = "RandomAccess"
     Restrict = "Restrict"
+
+
+def check_atomic_writes(prepared, values) -> None:
+    """Refuse a specialisation (kfuse/calls.py) that writes an Atomic View with plain stores. Kokkos makes every
+    access of such a View atomic; kfuse's kernels do not, so concurrent threads would lose updates. Reads and
+    ``pk.atomic_*`` updates are fine. A View handed to a ``@pk.function`` helper counts as written: the
+    helper's accesses are not visible here."""
+    for (name, _), value in zip(prepared.spec.params, values):
+        if not (isinstance(value, View) and value.trait is Trait.Atomic):
+            continue
+        plain = [a for a in prepared.access[name].accesses if a.kind in ("write", "update", "opaque")]
+        if plain:
+            how = ("passes it to a @pk.function helper, whose writes kfuse cannot check" if plain[0].kind == "opaque"
+                   else f"writes it with a plain store ({plain[0].text})")
+            raise ArgumentError(
+                f"workunit '{prepared.name}': parameter '{name}' is a View with the pk.Atomic trait, and the kernel "
+                f"{how} at {plain[0].loc}. Kokkos would make that access atomic; kfuse does not honour the trait "
+                f"yet, so threads would race. Update it with pk.atomic_* (pk.atomic_add({name}, [i], value), "
+                "pk.atomic_fetch_add, ...), or make the View without trait=pk.Atomic")
 
 
 class ViewTypeInfo:
@@ -75,7 +112,16 @@ class ViewTypeInfo:
     def __init__(self, *, space=None, layout=None, trait=None):
         if layout is not None and not isinstance(layout, Layout):
             raise TypeError(f"pk.ViewTypeInfo: unknown layout {layout!r}")
-        self.space, self.layout, self.trait = space, layout, trait
+        self.space, self.layout, self.trait = space, layout, _trait(trait, "pk.ViewTypeInfo")
+
+
+def _trait(trait, what: str) -> Trait:
+    if trait is None:
+        return Trait.TraitDefault
+    if not isinstance(trait, Trait):
+        raise TypeError(f"{what}: unknown trait {trait!r}; use pk.Atomic, pk.Unmanaged, pk.RandomAccess or "
+                        "pk.Restrict (also spelled pk.Trait.<name>)")
+    return trait
 
 
 def _allocate(shape, dtype, space, layout) -> np.ndarray:
@@ -97,10 +143,12 @@ class View:
     range of the memory, so Views over shared memory are recognised as the same data.
     """
 
-    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "layout", "ptr", "strides", "bounds", "sig",
+    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "layout", "ptr", "strides", "bounds", "sig", "trait",
                  "_escapes", "__weakref__")
 
-    def __init__(self, shape, dtype=DType.float64, space=None, layout=None, *, _array: np.ndarray | None = None):
+    def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
+                 _array: np.ndarray | None = None):
+        self.trait = _trait(trait, "pk.View")
         if _array is None:
             _array = _allocate(shape, dtype, space, layout)
         self._array = _array
@@ -116,7 +164,7 @@ class View:
         self.ptr = _array.__array_interface__["data"][0]
         lo, hi = _byte_bounds(_array) if _array.size else (self.ptr, self.ptr)
         self.bounds = (lo, hi)
-        self.sig = (self.dtype, self.ndim, self.layout)  # what a kernel specialises on
+        self.sig = _sig(self)  # what a kernel specialises on
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
 
     # --- construction helpers -------------------------------------------------------------
@@ -132,10 +180,10 @@ class View:
         return view
 
     @classmethod
-    def wrap(cls, array: np.ndarray) -> "View":
+    def wrap(cls, array: np.ndarray, trait: Trait | None = None) -> "View":
         """A View over an array only kfuse holds (a new allocation, a reshape of a View's own memory)."""
         dtype_of(array.dtype)
-        return cls(None, _array=array)
+        return cls(None, trait=trait, _array=array)
 
     def escaped(self, write: bool = True) -> bool:
         """Whether a kernel reading (and, with ``write``, writing) this View must run at once, because the
@@ -146,13 +194,13 @@ class View:
         return bool(cached[1]) and escape.is_escaped(cached[1], write)
 
     def subview(self, *index) -> "View":
-        """A View of a slice of this one, sharing its memory (writes through one are seen by the other).
+        """A View of a slice of this one, sharing its memory and trait (writes through one are seen by the other).
 
         No barrier: slicing touches no data, and the tracer orders the two Views by their shared bytes."""
         sub = self._array[index if len(index) != 1 else index[0]]
         if not isinstance(sub, np.ndarray) or sub.ndim == 0:
             raise IndexError("subview needs slices that keep at least one dimension")
-        return View.wrap(sub)
+        return View.wrap(sub, self.trait)
 
     # --- shape queries (no barrier: shape never depends on pending kernels) -----------------
     def extent(self, dim: int) -> int:
@@ -176,6 +224,13 @@ class View:
         host_barrier(self, True)
         return escape.export(self._array)
 
+    @data.setter
+    def data(self, values) -> None:
+        """``view.data = array`` (PyKokkos programs set it to fill a View): copies the values into this View's
+        memory, converted to its dtype as NumPy assignment does (floats into an int View truncate); the shape
+        must be the View's. The View keeps its memory, so kernels and other Views over it see the values."""
+        _copy_into(self, values if isinstance(values, (View, np.ndarray)) else np.asarray(values), "View.data =")
+
     def __array__(self, dtype=None, copy=None):
         shared = not copy and (dtype is None or np.dtype(dtype) == self._array.dtype)
         host_barrier(self, shared)  # the caller may write through a shared array; a copy is only a read
@@ -184,9 +239,11 @@ class View:
         return self._array.astype(dtype or self._array.dtype, copy=True)
 
     def __getitem__(self, index):
+        if _sliced(index):  # `view[3, 2:5]`: a subview, as in PyKokkos
+            return self.subview(index)
         host_barrier(self, False)
         item = self._array[index]
-        if isinstance(item, np.ndarray):  # a row or slice shares memory, as in PyKokkos: `A[i][j] = v` writes A
+        if isinstance(item, np.ndarray):  # a row shares memory, as in PyKokkos: `A[i][j] = v` writes A
             host_barrier(self, True)
             return escape.export(item)
         return item
@@ -244,11 +301,16 @@ def deep_copy(dst: View, src) -> None:
     if isinstance(src, (numbers.Number, np.generic)):
         dst.fill(src)
         return
+    _copy_into(dst, src, "pk.deep_copy:")
+
+
+def _copy_into(dst: View, src, what: str) -> None:
+    """Every element of ``dst`` from the same-shaped View or array ``src`` (``what`` starts the messages)."""
     if not isinstance(src, (View, np.ndarray)):
-        raise TypeError(f"pk.deep_copy: the source must be a pk.View, a NumPy array or a scalar, "
+        raise TypeError(f"{what} the source must be a pk.View, a NumPy array or a scalar, "
                         f"got {type(src).__name__}")
     if tuple(src.shape) != tuple(dst.shape):
-        raise ValueError(f"pk.deep_copy: the source's shape {tuple(src.shape)} differs from the destination's "
+        raise ValueError(f"{what} the source's shape {tuple(src.shape)} differs from the destination's "
                          f"{tuple(dst.shape)}")
     if isinstance(src, View):
         host_barrier(src, False)
@@ -307,7 +369,8 @@ class DeviceView(View):
         self.ptr = int(iface["data"][0])
         span = sum((n - 1) * s for n, s in zip(shape, strides) if n > 0) + np_dtype.itemsize if all(shape) else 0
         self.bounds = (self.ptr, self.ptr + span)
-        self.sig = (self.dtype, self.ndim, self.layout)
+        self.trait = Trait.TraitDefault
+        self.sig = _sig(self)
         self._escapes = None
         return self
 
