@@ -149,20 +149,22 @@ class View:
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
                  _array: np.ndarray | None = None):
         self.trait = _trait(trait, "pk.View")
-        if _array is None:
-            _array = _allocate(shape, dtype, space, layout)
-        self._array = _array
+        self._take(_array if _array is not None else _allocate(shape, dtype, space, layout))
+
+    def _take(self, array: np.ndarray) -> None:
+        """Make ``array`` this View's memory, with the fields derived from it (``pk.View``, ``resize``)."""
+        self._array = array
         self.uid = next(_uids)
-        self.dtype = dtype_of(_array.dtype)
-        self.shape = _array.shape
-        self.ndim = _array.ndim
-        itemsize = _array.itemsize
-        if any(s % itemsize for s in _array.strides):
+        self.dtype = dtype_of(array.dtype)
+        self.shape = array.shape
+        self.ndim = array.ndim
+        itemsize = array.itemsize
+        if any(s % itemsize for s in array.strides):
             raise ValueError("View strides must be whole elements")
-        self.strides = tuple(s // itemsize for s in _array.strides)
-        self.layout = "right" if _array.flags.c_contiguous else "stride"
-        self.ptr = _array.__array_interface__["data"][0]
-        lo, hi = _byte_bounds(_array) if _array.size else (self.ptr, self.ptr)
+        self.strides = tuple(s // itemsize for s in array.strides)
+        self.layout = "right" if array.flags.c_contiguous else "stride"
+        self.ptr = array.__array_interface__["data"][0]
+        lo, hi = _byte_bounds(array) if array.size else (self.ptr, self.ptr)
         self.bounds = (lo, hi)
         self.sig = _sig(self)  # what a kernel specialises on
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
@@ -201,6 +203,31 @@ class View:
         if not isinstance(sub, np.ndarray) or sub.ndim == 0:
             raise IndexError("subview needs slices that keep at least one dimension")
         return View.wrap(sub, self.trait)
+
+    def resize(self, dimension: int, size: int) -> None:
+        """PyKokkos's ``view.resize(dim, n)``: new memory (same dtype and layout) with extent ``n`` in ``dim``,
+        keeping the elements both shapes have; new ones are zero. Pending calls on this View run first: a
+        delayed kernel must see it as it was when called (an empty View has no bytes to find them by, so then
+        everything pending runs). Views and arrays made from the old memory keep it, as in Kokkos."""
+        if not isinstance(dimension, numbers.Integral) or not 0 <= dimension < self.ndim:
+            raise ValueError(f"View.resize: dimension {dimension!r} is not one of this {self.ndim}-D View's")
+        if not isinstance(size, numbers.Integral) or size < 0:
+            raise ValueError(f"View.resize: the new extent must be a non-negative integer, got {size!r}")
+        if self.shape[dimension] == size:
+            return
+        if self.size:
+            host_barrier(self, True)  # the readers too: they hold this View, not its old memory
+        else:
+            try:
+                context.current().flush_all()
+            except Exception as exc:
+                raise public_error(exc)
+        old = self._array
+        shape = self.shape[:dimension] + (int(size),) + self.shape[dimension + 1:]
+        new = np.zeros(shape, old.dtype, order="F" if old.flags.f_contiguous and not old.flags.c_contiguous else "C")
+        kept = tuple(slice(0, min(a, b)) for a, b in zip(old.shape, shape))
+        new[kept] = old[kept]
+        self._take(new)
 
     # --- shape queries (no barrier: shape never depends on pending kernels) -----------------
     def extent(self, dim: int) -> int:

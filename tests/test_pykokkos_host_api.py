@@ -482,6 +482,49 @@ def test_data_setter_keeps_the_memory_and_checks_the_shape():
         v.data = np.zeros(3)
 
 
+# --- View.resize ----------------------------------------------------------------------------------
+@pk.workunit
+def fill_extent(i, v: pk.View1D[pk.int32]):
+    for j in range(v.extent(0)):
+        v[j] = 7
+
+
+def resize_program():
+    v, out = pk.View([4], pk.int32), pk.View([4], pk.int32)
+    pk.parallel_for(4, add_one, v=v)  # pending writer: its result is kept
+    pk.parallel_for(4, copy_int, dst=out, src=v)  # pending reader: it reads the View as it was
+    v.resize(0, 6)
+    pk.parallel_for(6, add_one, v=v)
+    empty = pk.View([0], pk.int32)
+    pk.parallel_for(1, fill_extent, v=empty)  # runs over no elements: it must run before the View grows
+    empty.resize(0, 3)
+    m = pk.View([2, 3], pk.double, layout=pk.LayoutLeft)
+    m[:] = [[1, 2, 3], [4, 5, 6]]
+    m.resize(1, 2)
+    m.resize(0, 3)
+    pk.fence()  # would run a kernel still pending on the empty View's old shape
+    return np.array(v), np.array(out), np.array(empty), np.array(m), np.asarray(m).flags.f_contiguous
+
+
+def test_resize_keeps_common_elements_eager_and_fused():
+    eager, fused, _, _ = run_eager_and_fused(resize_program)
+    assert_same(eager, fused)
+    assert_same((np.array([2, 2, 2, 2, 1, 1], dtype=np.int32), np.ones(4, dtype=np.int32),
+                 np.zeros(3, dtype=np.int32), np.array([[1.0, 2.0], [4.0, 5.0], [0.0, 0.0]]), True), eager)
+
+
+def test_resize_gives_new_memory_and_checks_its_arguments():
+    v = pk.View([4], pk.int32)
+    old = v[0:2]  # as in Kokkos, a View of the old memory keeps it
+    v.resize(0, 5)
+    old[0] = 9
+    assert v[0] == 0 and v.shape == (5,) and v.size == 5 and len(v) == 5
+    with pytest.raises(ValueError, match="dimension 1 is not one of this 1-D View's"):
+        v.resize(1, 3)
+    with pytest.raises(ValueError, match="non-negative integer, got -1"):
+        v.resize(0, -1)
+
+
 # --- host subviews --------------------------------------------------------------------------------
 def test_host_slice_is_a_view_sharing_memory():
     v = pk.View([10, 10], pk.int32)
