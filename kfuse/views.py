@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import itertools
 import numbers
+import operator
 
 import numpy as np
 
@@ -51,6 +52,18 @@ def _sig(view) -> tuple:
     (:func:`check_atomic_writes`)."""
     base = (view.dtype, view.ndim, view.layout)
     return base + (Trait.Atomic,) if view.trait is Trait.Atomic else base
+
+
+def _in_place(op):
+    """A View's ``__i<op>__``: ``op`` on its array in place, as NumPy does (same casting rules), after the barrier."""
+    def apply(self, other):
+        if isinstance(other, View):
+            host_barrier(other, False)
+            other = other._array
+        host_barrier(self, True)
+        op(self._array, other)
+        return self
+    return apply
 
 
 def storage_key(view) -> tuple:
@@ -278,6 +291,13 @@ class View:
     def __setitem__(self, index, value) -> None:
         host_barrier(self, True, _whole(index))
         self._array[index] = np.asarray(value) if isinstance(value, View) else value
+
+    # `view[1:-1] += x` (the slice is a View) and `view *= 2`: NumPy's in-place operation on the View's memory
+    __iadd__, __isub__, __imul__, __itruediv__ = map(_in_place, (operator.iadd, operator.isub, operator.imul,
+                                                                 operator.itruediv))
+    __ifloordiv__, __imod__, __ipow__ = map(_in_place, (operator.ifloordiv, operator.imod, operator.ipow))
+    __iand__, __ior__, __ixor__, __ilshift__, __irshift__ = map(_in_place, (
+        operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift))
 
     def __iter__(self):
         host_barrier(self, False)

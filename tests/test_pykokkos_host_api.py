@@ -574,6 +574,29 @@ def test_kernels_on_host_subviews_eager_and_fused():
     assert_same((first, view), eager)
 
 
+def in_place_program():
+    v, out = pk.View([6], pk.int32), pk.View([6], pk.int32)
+    pk.parallel_for(6, add_one, v=v)  # pending: runs before the host updates v
+    pk.parallel_for(6, copy_int, dst=out, src=v)  # pending reader: sees v before the update
+    v[2:] += 10  # the slice is a View; += works on its memory as NumPy's does
+    v *= 3
+    v[::2] -= v[1::2]
+    return np.array(out), np.array(v)
+
+
+def test_in_place_operators_on_views_and_slices_eager_and_fused():
+    eager, fused, _, _ = run_eager_and_fused(in_place_program)
+    assert_same(eager, fused)
+    v = np.ones(6, dtype=np.int32)
+    v[2:] += 10
+    v *= 3
+    v[::2] -= v[1::2]
+    assert_same((np.ones(6, dtype=np.int32), v), eager)
+    w = pk.View([2], pk.int32)
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'add' output"):  # NumPy's casting rule
+        w[0:] += 1.5
+
+
 @pk.workload(subview=pk.ViewTypeInfo(trait=pk.Unmanaged))
 class SubviewWorkload:
     """examples/pykokkos/subviews.py: a host subview kept as a field, next to its parent."""
