@@ -125,6 +125,8 @@ class BinSort:
             raise ArgumentError(f"pk.BinSort: keys must be a pk.View, got {type(keys).__name__}")
         if not isinstance(bin_op, BinOp):
             raise ArgumentError(f"pk.BinSort: bin_op must be a pk.BinOp1D or pk.BinOp3D, got {bin_op!r}")
+        if keys.dtype is DType.bool:
+            raise ArgumentError("pk.BinSort: keys must be numbers, got a View of pk.bool")
         bin_op._check_keys(keys)
         self.keys, self.bin_op, self.sort_within_bins = keys, bin_op, bool(sort_within_bins)
         self._count = View([bin_op.bin_count()], DType.int32)

@@ -204,6 +204,8 @@ def test_binsort_errors():
         pk.BinSort(pk.View([4, 3]), pk.BinOp1D(keys, 1, 0.0, 1.0))
     with pytest.raises(ArgumentError, match="use pk.BinOp1D or pk.BinOp3D"):
         pk.BinOp(keys, 1, 0.0, 1.0)
+    with pytest.raises(ArgumentError, match="keys must be numbers"):
+        pk.BinSort(pk.View([4], pk.bool), pk.BinOp1D(keys, 1, 0.0, 1.0))
     with pytest.raises(ArgumentError, match="keys must be a pk.View"):
         pk.BinSort(np.zeros(4), pk.BinOp1D(keys, 1, 0.0, 1.0))
     x = pk.View([2, 3])
