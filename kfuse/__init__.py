@@ -59,6 +59,11 @@ def initialize(*_args, **_kwargs) -> None:
     _kokkos_runtime.ensure_initialized()
 
 
+def enable_uvm() -> None:
+    """PyKokkos: put Views in CUDA unified memory. kfuse's Views are host memory that it moves to and from a GPU
+    itself (see "GPUs" in the README), so there is nothing to change; kept for programs that call it."""
+
+
 def finalize() -> None:
     """Kept for PyKokkos programs; kfuse finalises Kokkos itself at exit, after running pending work."""
     fence()
