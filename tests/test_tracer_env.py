@@ -33,6 +33,10 @@ def k_double(i: int, x: pk.View1D[pk.double]):
 @pk.workunit
 def k_total(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
     acc += x[i]
+
+@pk.workunit
+def k_divide(i: int, x: pk.View1D[pk.int64], by: int):
+    x[i] = i // by
 '''
 
 
@@ -72,22 +76,35 @@ say(f"reduce type={type(r).__name__} value={r}")
                    "end of program", "reduce type=float value=6.0"]
 
 
-def test_pending_kernels_run_at_exit_in_call_order(tmp_path):
+def test_printing_kernels_run_at_their_call_under_fusion(tmp_path):
     proc = run_script(tmp_path, _PRINT_PROGRAM)
-    assert lines(proc) == ["host 1 launched=0 traced=1", "host 2 launched=0 traced=2", "end of program",
-                           "kernel 1", "kernel 2"]
+    assert lines(proc) == ["kernel 1", "host 1 launched=1 traced=1", "kernel 2", "host 2 launched=2 traced=2",
+                           "end of program"]
     assert "failed" not in proc.stderr
 
 
-def test_fence_runs_pending_printf_before_later_host_output(tmp_path):
+def test_pending_kernels_run_at_exit(tmp_path):
+    """Nothing reads the kernel's result: it runs at exit, where its fault is reported and sets the status."""
+    proc = run_script(tmp_path, '''
+pk.enable_fusion()
+x = pk.View(4, pk.int64)
+pk.parallel_for(4, k_divide, x=x, by=0)
+say(f"end of program launched={pk.stats()['kernels_launched']}")
+''')
+    assert proc.stdout.splitlines() == ["end of program launched=0"]
+    assert proc.returncode == 1 and "k_divide" in proc.stderr and "never read" in proc.stderr, proc.stderr
+
+
+def test_fence_runs_pending_kernels(tmp_path):
     out = lines(run_script(tmp_path, '''
 pk.enable_fusion()
-pk.parallel_for(1, k_print, tag=7)
-say("before fence")
+x = pk.View(4)
+pk.parallel_for(4, k_double, x=x)
+say(f"before fence launched={pk.stats()['kernels_launched']}")
 pk.fence()
 say(f"after fence launched={pk.stats()['kernels_launched']}")
 '''))
-    assert out == ["before fence", "kernel 7", "after fence launched=1"]
+    assert out == ["before fence launched=0", "after fence launched=1"]
 
 
 def test_fusion_1_traces_an_unmodified_program(tmp_path):
