@@ -219,6 +219,13 @@ class _Resolver(ast.NodeTransformer):
         return self._evaluate(node)
 
     def resolve_annotation(self, ann):
+        """The object ``ann`` names; a classtype is recorded as one the function uses."""
+        value = self._annotation(ann)
+        if is_classtype(value):
+            self._helper_name(value, ann)
+        return value
+
+    def _annotation(self, ann):
         if ann is None:
             return None
         if isinstance(ann, ast.Constant) and not isinstance(ann.value, str):
@@ -230,10 +237,7 @@ class _Resolver(ast.NodeTransformer):
                 base = self._evaluate(ann.value)
                 arg = self._evaluate_type(ann.slice)
                 return base[arg]
-            value = self._evaluate_type(ann)
-            if is_classtype(value):
-                self._helper_name(value, ann)
-            return value
+            return self._evaluate_type(ann)
         except Exception as exc:  # noqa: BLE001 - any failure here is a bad annotation
             if isinstance(exc, UnsupportedSyntaxError):
                 raise
@@ -242,7 +246,7 @@ class _Resolver(ast.NodeTransformer):
 
 def resolve_annotation(parsed: ParsedFunction, ann):
     """The object annotation ``ann`` (an AST expression in ``parsed``'s source) names."""
-    return _Resolver(parsed, set(), {}).resolve_annotation(ann)
+    return _Resolver(parsed, set()).resolve_annotation(ann)
 
 
 # Python constructs no kernel can contain, named as a user knows them. Rejected before names are resolved,
