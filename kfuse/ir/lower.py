@@ -302,8 +302,8 @@ class _Lowerer:
         declared = rules.annotation_type(self.src.annotations.get("return"))
         for other in ([declared] if declared is not None else []) + self.return_types[:1]:
             if t != other and (isinstance(t, StructType) or isinstance(other, StructType)):
-                raise self.type_error(f"'{ast.unparse(node.value)}' is a {t}, but '{self.src.name}' returns a "
-                                      f"{other}", node)
+                raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(t)}, but '{self.src.name}' returns a "
+                                      f"{rules.type_name(other)}", node)
         if isinstance(t, StructType):
             self._fresh(value, node, returning=True)
         self.return_types.append(t)
@@ -361,10 +361,10 @@ class _Lowerer:
         if op is not None and isinstance(t, StructType):
             raise self.type_error(f"arithmetic on classtype value '{ast.unparse(target)}'", node)
         if not isinstance(value.type, DType) and (op is not None or not isinstance(t, StructType)):
-            raise self.type_error(f"'{ast.unparse(node.value)}' is a {value.type}, not a scalar, in "
+            raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(value.type)}, not a scalar, in "
                                   f"'{ast.unparse(node)}'", node)
         if isinstance(t, StructType) and value.type != t:
-            raise self.type_error(f"assigning a {value.type} to '{ast.unparse(target)}', a {t}", node)
+            raise self.type_error(f"assigning a {rules.type_name(value.type)} to '{ast.unparse(target)}', a {t}", node)
         if kind == "store":  # where the element is, as a load of it would be
             return ir.Store(what.view, indices, value, t, op, text=ast.unparse(target), user_view=what.user_view,
                             loc=what.loc)
@@ -412,7 +412,7 @@ class _Lowerer:
         """A test (if, while, conditional expression): a scalar, whose truth C++ tests as Python does."""
         test = self.expr(node)
         if not isinstance(test.type, DType):
-            raise self.type_error(f"condition '{ast.unparse(node)}' is a {test.type}, not a scalar", node)
+            raise self.type_error(f"condition '{ast.unparse(node)}' is a {rules.type_name(test.type)}, not a scalar", node)
         return test
 
     def stmt_If(self, node):
@@ -616,8 +616,9 @@ class _Lowerer:
     def _field_type(self, struct: StructType, name: str, node):
         t = struct.field(name)
         if t is None:
-            what = "a method; call it" if f"{struct.name}.{name}" in self.helpers.sources else "no field"
-            raise self.type_error(f"'{name}' of classtype {struct.name} is {what}", node,
+            what = f"'{name}' of classtype {struct} is a method; call it" \
+                if f"{struct.name}.{name}" in self.helpers.sources else f"classtype {struct} has no field '{name}'"
+            raise self.type_error(what, node,
                                   f"its fields: {', '.join(f for f, _ in struct.fields) or 'none'} (declared in "
                                   "__init__ as 'self.name: type = value')")
         return t

@@ -167,13 +167,14 @@ def helper_params(name: str, src, arg_types: tuple, node, caller) -> list:
     for a, t in zip(params, arg_types):
         want = annotation_type(src.annotations.get(a.arg))
         if (isinstance(want, StructType) or isinstance(t, StructType)) and want not in (None, t):
-            raise caller.error(f"'{name}' parameter '{a.arg}' is declared {want.name}, but is given a {_name(t)}",
+            raise caller.error(f"'{name}' parameter '{a.arg}' is declared {want.name}, but is given a {type_name(t)}",
                                node, cls=KernelTypeError)
         typed.append((a.arg, want if want is not None and not isinstance(t, ViewType) else t))
     return typed
 
 
-def _name(t) -> str:
+def type_name(t) -> str:
+    """A type as messages name it (``float64``, ``Particle``, ``View1D[float64]``)."""
     return t.name if isinstance(t, (DType, StructType)) else str(t)
 
 
@@ -266,7 +267,7 @@ def infer_locals(stmts, known, type_of, fail) -> tuple[dict, set]:
                                        "index the View directly where it is used")
             old = types.get(name, t)
             if old != t and (isinstance(t, StructType) or isinstance(old, StructType)):
-                raise fail.type_error(f"local '{name}' is assigned a {_name(old)} and a {_name(t)}", value)
+                raise fail.type_error(f"local '{name}' is assigned a {type_name(old)} and a {type_name(t)}", value)
             new = t if name not in types or name in loop_only else join(types[name], t)
             if types.get(name) != new:
                 types[name] = new
