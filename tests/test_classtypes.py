@@ -705,3 +705,25 @@ def test_compiled_two_workunits_fuse():
 
 def test_compiled_examinimd_get_particle_set_particle():
     run_halo(0)
+
+
+@pk.classtype
+class Functor:  # the name of kfuse's own C++ functor; fields and a method named like C++ keywords and Kokkos members
+    def __init__(self, int: int):
+        self.int: int = int
+        self.auto: float = 0.5
+
+    def init(self, double: float) -> float:
+        return self.int * double + self.auto
+
+
+@pk.workunit
+def cxx_names(i: int, out: pk.View1D[pk.double]):
+    f = Functor(i)
+    out[i] = f.init(2.0)
+
+
+def test_compiled_classtype_names_that_are_cpp_keywords():
+    out = pk.View([N], pk.double)
+    pk.parallel_for(N, cxx_names, out=out)
+    np.testing.assert_array_equal(np.asarray(out), 2.0 * np.arange(N) + 0.5)

@@ -265,15 +265,14 @@ class _Lowerer:
         evaluates left to right, C++ in an order it leaves open (an augmented field assignment reads its
         field after its value)."""
         uses: dict = {}
-        changed: dict = {}
+        changed: set = set()
         if isinstance(s, ir.SetField) and s.op is not None:
             uses[s.target] = 1
         for e in (x for top in expressions(s) for x in subexpressions(top)):
             if isinstance(e, ir.Name) and isinstance(e.type, StructType):
                 uses[e.id] = uses.get(e.id, 0) + 1
-            for arg in self.helpers.changed_args(e):
-                changed.setdefault(arg.id, e)
-        for name, call in changed.items():
+            changed.update(a.id for a in self.helpers.changed_args(e))
+        for name in sorted(changed):
             if uses[name] > 1:
                 raise self.unsupported(f"'{name}' is used again in the statement where a call may change it",
                                        node, f"C++ may evaluate the parts of a statement in another order than "
@@ -302,8 +301,8 @@ class _Lowerer:
         declared = rules.annotation_type(self.src.annotations.get("return"))
         for other in ([declared] if declared is not None else []) + self.return_types[:1]:
             if t != other and (isinstance(t, StructType) or isinstance(other, StructType)):
-                raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(t)}, but '{self.src.name}' returns a "
-                                      f"{rules.type_name(other)}", node)
+                raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(t)}, but "
+                                      f"'{self.src.name}' returns a {rules.type_name(other)}", node)
         if isinstance(t, StructType):
             self._fresh(value, node, returning=True)
         self.return_types.append(t)
@@ -361,10 +360,11 @@ class _Lowerer:
         if op is not None and isinstance(t, StructType):
             raise self.type_error(f"arithmetic on classtype value '{ast.unparse(target)}'", node)
         if not isinstance(value.type, DType) and (op is not None or not isinstance(t, StructType)):
-            raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(value.type)}, not a scalar, in "
-                                  f"'{ast.unparse(node)}'", node)
+            raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(value.type)}, not a scalar, "
+                                  f"in '{ast.unparse(node)}'", node)
         if isinstance(t, StructType) and value.type != t:
-            raise self.type_error(f"assigning a {rules.type_name(value.type)} to '{ast.unparse(target)}', a {t}", node)
+            raise self.type_error(f"assigning a {rules.type_name(value.type)} to '{ast.unparse(target)}', a {t}",
+                                  node)
         if kind == "store":  # where the element is, as a load of it would be
             return ir.Store(what.view, indices, value, t, op, text=ast.unparse(target), user_view=what.user_view,
                             loc=what.loc)
@@ -412,7 +412,8 @@ class _Lowerer:
         """A test (if, while, conditional expression): a scalar, whose truth C++ tests as Python does."""
         test = self.expr(node)
         if not isinstance(test.type, DType):
-            raise self.type_error(f"condition '{ast.unparse(node)}' is a {rules.type_name(test.type)}, not a scalar", node)
+            raise self.type_error(f"condition '{ast.unparse(node)}' is a {rules.type_name(test.type)}, not a "
+                                  "scalar", node)
         return test
 
     def stmt_If(self, node):

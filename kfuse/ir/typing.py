@@ -167,8 +167,8 @@ def helper_params(name: str, src, arg_types: tuple, node, caller) -> list:
     for a, t in zip(params, arg_types):
         want = annotation_type(src.annotations.get(a.arg))
         if (isinstance(want, StructType) or isinstance(t, StructType)) and want not in (None, t):
-            raise caller.error(f"'{name}' parameter '{a.arg}' is declared {want.name}, but is given a {type_name(t)}",
-                               node, cls=KernelTypeError)
+            raise caller.error(f"'{name}' parameter '{a.arg}' is declared {want.name}, but is given a "
+                               f"{type_name(t)}", node, cls=KernelTypeError)
         typed.append((a.arg, want if want is not None and not isinstance(t, ViewType) else t))
     return typed
 
