@@ -345,6 +345,28 @@ def test_the_class_stays_an_ordinary_python_class():
     assert u.dot(Vec3(1.0, 1.0, 1.0)) == 6.0 and isinstance(u.scaled(2.0), Vec3)
 
 
+@pk.classtype
+class Splitter:
+    def __init__(self, n: int):
+        self.n: int = n
+
+    def split(self, k: int) -> int:
+        return self.n // k  # <- fault
+
+
+@pk.workunit
+def splits(i: int, out: pk.View1D[pk.int64]):
+    out[i] = Splitter(7).split(i)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("python", marks=PY), "kokkos"])
+def test_a_fault_in_a_method_names_it_and_the_workunit(backend):
+    with pytest.raises(ZeroDivisionError) as info:
+        pk.parallel_for(N, splits, out=pk.View([N], pk.int64))
+    assert f"test_classtypes.py:{_line('fault')}: in function 'Splitter.split' called from workunit 'splits': " \
+           "integer division by zero (7 // 0)" in str(info.value)
+
+
 # --- PyKokkos's functor style (tests/test_classtypes_translator.py there) ---------------------------
 @pk.classtype
 class DepOne:
