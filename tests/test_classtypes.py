@@ -527,6 +527,15 @@ class EarlyRead:
 
 
 @pk.classtype
+class EarlyReturn:
+    def __init__(self, a: float):
+        self.a: float = a
+        if a > 0.0:
+            return  # <- early return
+        self.b: float = 0.0
+
+
+@pk.classtype
 class ViewField:
     def __init__(self, a: float):
         self.a: pk.View1D[pk.double] = a  # <- view field
@@ -639,6 +648,11 @@ def early_read(i: int, out: pk.View1D[pk.double]):
 
 
 @pk.workunit
+def early_return(i: int, out: pk.View1D[pk.double]):
+    out[i] = EarlyReturn(1.0).a
+
+
+@pk.workunit
 def view_field(i: int, out: pk.View1D[pk.double]):
     out[i] = ViewField(1.0).a
 
@@ -681,6 +695,7 @@ ERRORS = [
     (compares, "compares", T, "compare", r"comparing classtype value 'p'"),
     (recursion, "Recursive.down", S, "recursion", r"'Recursive.down' calls itself; recursion is not supported"),
     (early_read, "EarlyRead.__init__", T, "read before declared", r"field 'b' is used before __init__ declares it"),
+    (early_return, "EarlyReturn.__init__", T, "early return", r"__init__ returns before it declares all its fields"),
     (view_field, "ViewField.__init__", T, "view field", r"field 'a' of classtype 'ViewField' is annotated .*; "
                                                           r"fields are scalars"),
     (derived, "derived", S, "derived", r"classtype 'Derived' has base classes"),

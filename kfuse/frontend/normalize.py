@@ -360,7 +360,8 @@ def _constructor(cls, resolver: _Resolver, node) -> ParsedFunction:
 def _struct(cls, init: ParsedFunction, tree: ast.FunctionDef) -> StructType:
     """The fields a classtype's ``__init__`` declares: each ``self.f: T = v`` at the top level of its body,
     T a scalar type. In Python a field exists once assigned, so no statement may use a field before its
-    declaration, nor ``self`` as a whole (a method call, an argument) before every field is declared."""
+    declaration, nor ``self`` as a whole (a method call, an argument) or ``return`` come before every field
+    is declared."""
     me = tree.args.args[0].arg
     methods = {n for n, v in vars(cls).items() if inspect.isfunction(v)}
     declared: dict = {}
@@ -370,6 +371,10 @@ def _struct(cls, init: ParsedFunction, tree: ast.FunctionDef) -> StructType:
     last = body.index(declarations[-1]) if declarations else -1
     for position, stmt in enumerate(body):
         target = stmt.target if stmt in declarations else None
+        early = next((n for n in ast.walk(stmt) if isinstance(n, ast.Return)), None) if position < last else None
+        if early is not None:
+            raise init.error("__init__ returns before it declares all its fields", early,
+                             "declare every field first", cls=KernelTypeError)
         for node, attr in _self_uses(stmt, me, methods):
             if attr is None and position < last:
                 raise init.error(f"'{me}' is used before __init__ declares all its fields", node,
