@@ -161,9 +161,11 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
         raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects a View, got "
                             f"{type(value).__name__ if value is not None else 'a Future'}")
     if is_classtype(type(value)) or isinstance(annotation, StructType):
-        raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' is a classtype value; classtype values "
-                            "live inside kernels only (locals, helper arguments and results), so pass its fields "
-                            "as scalars or Views and build the value in the workunit")
+        what = f"is annotated {annotation}" if isinstance(annotation, StructType) else \
+            f"got a {type(value).__name__}"
+        raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' {what}, a classtype; classtypes are never "
+                            "kernel arguments: their values live inside kernels only (locals, helper arguments and "
+                            "results), so pass the fields as scalars or Views and build the value in the workunit")
     want = annotation_dtype(annotation)
     if value is None:  # a Future: its value's dtype
         got = value_dtype

@@ -713,10 +713,10 @@ def test_errors_name_the_workunit_file_line_and_construct(wu, where, error, mark
 
 @PY
 def test_classtype_values_are_never_kernel_arguments():
-    with pytest.raises(pk.ArgumentError, match="parameter 'p' is a classtype value; classtype values live inside "
-                                               "kernels only"):
+    with pytest.raises(pk.ArgumentError, match="parameter 'p' got a Vec3, a classtype; classtypes are never kernel "
+                                               "arguments: their values live inside kernels only"):
         pk.parallel_for(N, takes_value, out=pk.View([N], pk.double), p=Vec3(1.0, 2.0, 3.0))
-    with pytest.raises(pk.ArgumentError, match="parameter 'p' is a classtype value"):
+    with pytest.raises(pk.ArgumentError, match="parameter 'p' is annotated Vec3, a classtype; classtypes are never"):
         pk.parallel_for(N, annotated_value, out=pk.View([N], pk.double), p=2.0)
 
 
