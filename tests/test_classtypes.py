@@ -367,6 +367,49 @@ def test_a_fault_in_a_method_names_it_and_the_workunit(backend):
            "integer division by zero (7 // 0)" in str(info.value)
 
 
+@pk.classtype
+class Mean:
+    def __init__(self, start: float):
+        self.s: float = start
+        self.n: int = 0
+
+    def add(self, v: float):
+        self.s += v
+        self.n += 1
+
+    def mean(self) -> float:
+        return self.s / self.n
+
+
+@pk.workunit
+def team_means(team: pk.TeamMember, m: pk.View2D[pk.double], out: pk.View1D[pk.double]):
+    r: int = team.league_rank()
+    a: Mean
+    if r % 2 == 0:
+        a = Mean(0.0)
+    else:
+        a = Mean(100.0)
+
+    def row(j: int):
+        a.add(m[r][j])  # the nested body changes the enclosing workunit's value
+
+    pk.parallel_for(pk.TeamThreadRange(team, m.extent(1)), row)
+    k: int = 0
+    while k < 4:
+        b = Mean(1.0)
+        b.add(2.0)
+        k += b.n
+    out[r] = a.mean() + k
+
+
+@pytest.mark.parametrize("backend", [pytest.param("python", marks=PY), "kokkos"])
+def test_a_team_kernel_and_its_nested_body_share_a_classtype_local(backend):
+    m = data(13, 5, 6)
+    out = pk.View([5], pk.double)
+    pk.parallel_for(pk.TeamPolicy(5, 1), team_means, m=pk.array(m.copy()), out=out)
+    np.testing.assert_allclose(np.asarray(out), (m.sum(1) + 100.0 * (np.arange(5) % 2)) / 6 + 4, rtol=1e-13)
+
+
 # --- PyKokkos's functor style (tests/test_classtypes_translator.py there) ---------------------------
 @pk.classtype
 class DepOne:
