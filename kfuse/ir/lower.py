@@ -330,8 +330,8 @@ class _Lowerer:
         return [effect if isinstance(effect, (ir.Print, ir.Barrier)) else ir.Eval(effect, loc=self.loc(node))]
 
     def _target(self, target):
-        """(kind, what, indices, type) of an assignment target: a local or accumulator (``what``: its name)
-        or a View element (``what``: its Load)."""
+        """(kind, what, indices, type) of an assignment target: a local or accumulator (``what``: its name),
+        a classtype value's field (``what``: (its name, the field)) or a View element (``what``: its Load)."""
         if isinstance(target, ast.Name):
             sym = self.scope.get(target.id)
             if sym is None:
