@@ -14,7 +14,7 @@ from .errors import (ArgumentError, CompileError, DeferredError, KernelTypeError
                      SourceError, UnsupportedSyntaxError)
 from .errors import InternalError, KernelFault, KernelIndexError, KernelZeroDivisionError
 from .errors import user_facing as _user_facing
-from .frontend.workunit import function, workunit
+from .frontend.workunit import classtype, function, workunit
 from .kernel_api import *  # noqa: F401,F403 - math, atomics, printf for kernels
 from .kernel_api import pow  # noqa: A004
 from .policies import (AUTO, Iterate, MDRangePolicy, RangePolicy, Rank, TeamPolicy, TeamThreadRange,

@@ -19,9 +19,10 @@ from .errors import ArgumentError
 from .frontend.access import summarize
 from .frontend.normalize import KernelSource, normalize
 from .frontend.spec import ArgType, KernelSpec
-from .frontend.workunit import BoundWorkunit, Workunit
+from .frontend.workunit import BoundWorkunit, Workunit, is_classtype
 from .policies import MDRangePolicy, RangePolicy, TeamPolicy, normalize as normalize_policy
 from .future import Future
+from .ir.nodes import StructType
 from .ir.typing import annotation_dtype
 from .types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
 from .views import DeviceView, View, check_atomic_writes, view_argument
@@ -159,6 +160,12 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
     if isinstance(annotation, _ViewAnnotation):
         raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects a View, got "
                             f"{type(value).__name__ if value is not None else 'a Future'}")
+    if is_classtype(type(value)) or isinstance(annotation, StructType):
+        what = f"is annotated {annotation}" if isinstance(annotation, StructType) else \
+            f"got a {type(value).__name__}"
+        raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' {what}, a classtype; classtypes are never "
+                            "kernel arguments: their values live inside kernels only (locals, helper arguments and "
+                            "results), so pass the fields as scalars or Views and build the value in the workunit")
     want = annotation_dtype(annotation)
     if value is None:  # a Future: its value's dtype
         got = value_dtype

@@ -12,7 +12,7 @@ import pytest
 
 import kfuse as pk
 from kfuse.check import kernels as check_kernels
-from kfuse.codegen.cxx_names import ident
+from kfuse.codegen.cxx_names import cpp_type, ident, method_name
 from kfuse.codegen.kernel import generate
 from kfuse.errors import KfuseError
 from kfuse.frontend.normalize import normalize
@@ -113,21 +113,24 @@ def test_every_kernel_lowers_verifies_and_dumps_stably(make):
 
 
 _DECLARED = re.compile(r"^\s*(\S+) (\w+) = \1\(\);$", re.M)
-_HELPER = re.compile(r"^KOKKOS_INLINE_FUNCTION (\S+) (\w+)_h(\d+)\(", re.M)
+_HELPER = re.compile(r"^KOKKOS_INLINE_FUNCTION (\S+) ([\w:]+)\(", re.M)
 
 
 @pytest.mark.parametrize("make", CALLS)
 def test_types_are_the_ones_the_cpp_declares(make):
-    """The IR's hoisted locals and helper return types are the ones the C++ declares."""
+    """The IR's hoisted locals and helper return types are the ones the C++ declares (a classtype method is a
+    member function of its struct)."""
     call = make()
     kernel = _ir_of(call)
     cpp = generate(call.prepared.source, call.prepared.spec, call.prepared.name).source
     declared = _DECLARED.findall(cpp)
-    lowered = [(t.cpp, ident(n)) for n, t in kernel.locals]
-    lowered += [(t.cpp, ident(n)) for fn in kernel.helpers for n, t in fn.locals]
+    lowered = [(cpp_type(t), ident(n)) for n, t in kernel.locals]
+    lowered += [(cpp_type(t), ident(n)) for fn in kernel.helpers for n, t in fn.locals]
     assert sorted(lowered) == sorted(d for d in declared if not d[1].startswith("kf_"))
-    helpers = [(ret, name) for ret, name, _ in _HELPER.findall(cpp)]
-    assert helpers == [(fn.ret.cpp if fn.ret else "void", ident(fn.name)) for fn in kernel.helpers]
+    helpers = _HELPER.findall(cpp)
+    assert helpers == [(cpp_type(fn.ret) if fn.ret else "void",
+                        f"{cpp_type(fn.struct)}::{method_name(fn, i)}" if fn.struct else f"{ident(fn.name)}_h{i}")
+                       for i, fn in enumerate(kernel.helpers)]
 
 
 # --- typing rules, one construct at a time ----------------------------------------------------------

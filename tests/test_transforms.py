@@ -213,6 +213,18 @@ def add_first(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = x[i] + first_of(x)
 
 
+@pk.function
+def add_ten(v: pk.View1D[pk.double], i: int) -> float:
+    v[i] += 10.0
+    return 0.0
+
+
+@pk.workunit
+def read_then_add_ten(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i] + 1.0
+    y[i] = add_ten(x, i) + x[i]  # x[i] is read after the helper wrote it
+
+
 # --- data and structure helpers ------------------------------------------------------------------------------
 def view(shape, seed: int, dtype=pk.double, lo=-1.0, hi=1.0) -> pk.View:
     v = pk.View(shape, dtype)
@@ -597,6 +609,15 @@ def test_memory_index_read_from_an_array_that_changes():
     got = assert_launch_matches_eager(calls, out, [idx, x, y])
     np.testing.assert_array_equal(got[2], x0[:, 1] + x0[:, 2])
     np.testing.assert_array_equal(got[1][:, 1:], np.full((T, 2), [5.0, 6.0]))
+
+
+def test_memory_keeps_the_reads_of_a_statement_whose_helper_writes_the_view():
+    x, y = view(T, 24), pk.View(T)
+    x0 = np.asarray(x).copy()
+    calls = [call(read_then_add_ten, T, x=x, y=y)]
+    out = check_pass(memory_pass.run, fused(*calls), False,
+                     lambda out: "add_ten(k0_x, i0) + k0_x[i0]" in text(out))
+    np.testing.assert_array_equal(assert_launch_matches_eager(calls, out, [x, y])[1], x0 + 10.0)
 
 
 # --- the manager -------------------------------------------------------------------------------------------------

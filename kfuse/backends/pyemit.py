@@ -8,7 +8,10 @@ reports (kind, workunit, helper, file, line, View, fused member), by the C++ pri
 backends raise the same record.
 
 The source defines ``_kf_h<i>`` for helper instance ``i`` and ``_kf_kernel(threads, accumulators,
-last_pass, parameters)``, which returns the accumulators; nested defs stay nested functions.
+last_pass, parameters)``, which returns the accumulators; nested defs stay nested functions. A classtype is a
+class ``_kf_s<n>`` whose new values are zero-filled; methods are helper instances taking ``self`` first.
+Python objects are references where the C++ copies structs, which gives the same results because the
+lowering accepts no program where two names share a value (``kfuse.ir.lower``).
 """
 from __future__ import annotations
 
@@ -53,6 +56,11 @@ def emit(kernel: ir.Kernel, filename: str) -> Emitted:
     """``kernel`` as Python, compiled under ``filename``."""
     module = _Module(kernel)
     out: list = []
+    for struct, name in module.structs.items():
+        out.append(f"class {name}:")
+        out.append(f"{_INDENT}__slots__ = {tuple(f for f, _ in struct.fields)!r}")
+        out.append(f"{_INDENT}def __init__(self):")
+        out += [f"{_INDENT * 2}self.{f} = {ZERO[t]!r}" for f, t in struct.fields] or [f"{_INDENT * 2}pass"]
     for index, fn in enumerate(kernel.helpers):
         _Body(module, fn.name, {}, ret=fn.ret).function(f"_kf_h{index}", fn, dict(fn.params), out)
     params = dict(kernel.threads + kernel.accs + kernel.flags + kernel.params)
@@ -98,6 +106,7 @@ class _Module:
         self.sites: list[FaultSite] = []
         self.lambdas: dict = {}  # nested def -> its accumulator's type
         self.pieces: dict = {}  # placeholder name -> (expression tree, its source)
+        self.structs = {t: f"_kf_s{n}" for n, t in enumerate(kernel.structs)}  # classtype -> its Python class
         self._temps = itertools.count()
 
     def site(self, kind: str, loc: ir.Loc, helper: str, view: str = "") -> int:
@@ -141,10 +150,14 @@ class _Body:
             out.append(f"{inner}nonlocal {', '.join(sorted(captured))}")
         self.names.update(params)
         self.names.update(local)
-        out += [f"{inner}{n} = {ZERO[t]!r}" for n, t in node.locals]
+        out += [f"{inner}{n} = {self.zero(t)}" for n, t in node.locals]
         self.block(node.body, out, inner)
         if self.accs:
             out.append(inner + self.result())
+
+    def zero(self, t) -> str:
+        """A new zero value of type ``t``: C++ value-initialises a hoisted local."""
+        return f"{self.module.structs[t]}()" if isinstance(t, ir.StructType) else repr(ZERO[t])
 
     def result(self) -> str:
         if not self.accs:
@@ -193,6 +206,14 @@ class _Body:
         out.append(f"{ind}{s.name} = {value}")
 
     stmt_Accumulate = stmt_Assign
+
+    def stmt_SetField(self, s, out, ind):
+        field = f"{s.target}.{s.name}"
+        if s.op is None:
+            value = _conv(self.expr(s.value), s.value.type, s.type)
+        else:
+            value = self.update(s.op, field, s.type, self.expr(s.value), s.value.type, s.loc)
+        out.append(f"{ind}{field} = {value}")
 
     def update(self, op: str, current: str, t: DType, value: str, vt: DType, loc: ir.Loc) -> str:
         """``current op= value``: C++ computes it in the operands' common type, then converts it back to ``t``."""
@@ -341,6 +362,14 @@ class _Body:
         params = self.module.kernel.helpers[e.instance].params
         args = ", ".join(_conv(self.expr(a), a.type, t) for a, (_, t) in zip(e.args, params))
         return f"_kf_h{e.instance}({args})"
+
+    def expr_New(self, e):
+        params = self.module.kernel.helpers[e.init].params[1:]
+        args = "".join(f", {_conv(self.expr(a), a.type, t)}" for a, (_, t) in zip(e.args, params))
+        return f"_kf_new({self.module.structs[e.type]}, _kf_h{e.init}{args})"
+
+    def expr_Field(self, e):
+        return f"{self.expr(e.value)}.{e.name}"
 
     def expr_Atomic(self, e):
         dtype = self.names[e.view].dtype

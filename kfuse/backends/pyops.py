@@ -254,5 +254,12 @@ class Runtime:
                      _kf_fmod_py=_fmod_py, _kf_ipow=_ipow, _kf_shift=_shift, _kf_round=_round, _kf_ld=self.load,
                      _kf_st=self.store, _kf_divide=self.divide, _kf_atomic=self.atomic, _kf_printf=self.printf,
                      _kf_nested_for=self.nested_for, _kf_nested_reduce=self.nested_reduce,
-                     _kf_nested_scan=self.nested_scan)
+                     _kf_nested_scan=self.nested_scan, _kf_new=_new)
         return found
+
+
+def _new(cls, init, *args):
+    """A classtype construction: a zero-filled value of ``cls``, then its ``__init__`` instance run on it."""
+    value = cls()
+    init(value, *args)
+    return value

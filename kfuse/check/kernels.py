@@ -2,7 +2,8 @@
 
 They cover every kind of call the fuser and the tracer treat differently: element-wise kernels it can
 fuse, a neighbour stencil it must not fuse with its producer, 2-D rows, reductions and a scan whose
-results feed later calls, TeamPolicy kernels, a helper taking Views, float32/bool/int32/int64 Views, two
+results feed later calls, TeamPolicy kernels, a helper taking Views, a ``@pk.classtype`` value built, changed
+by a helper and a method, and read (element-wise, so it fuses), float32/bool/int32/int64 Views, two
 kernels that divide by zero when told to (one compiled and fusable, one run in Python by the Debug
 space), and one whose C++ "fails to compile" under :func:`kfuse.check.faults.failing_compiles`.
 Module level, so each specialisation compiles once per cache.
@@ -78,6 +79,30 @@ def peek(v: pk.View1D[pk.double], k: int) -> float:
 @pk.workunit
 def k_helper(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = 0.25 * peek(x, i) + 0.5 * peek(y, i)
+
+
+@pk.classtype
+class Pair:
+    def __init__(self, a: float):
+        self.a: float = a
+        self.b: float = 1.0 - a
+
+    def spread(self) -> float:
+        self.b *= 0.5
+        return self.a - self.b
+
+
+@pk.function
+def pair_shift(p: Pair, by: float):
+    p.a += by
+
+
+@pk.workunit
+def k_pair(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    p: Pair = Pair(x[i])
+    pair_shift(p, 0.25)
+    d: float = p.spread()
+    y[i] = d + p.b
 
 
 @pk.workunit
@@ -196,6 +221,7 @@ KERNELS = {
     "dot": Kernel(k_dot, "reduce", ("x", "y"), (F64, F64), ()),
     "scan": Kernel(k_scan, "scan", ("x", "y"), (F64, F64), ("y",)),
     "helper": Kernel(k_helper, "for", ("x", "y"), (F64, F64), ("y",), opaque=("x", "y")),
+    "pair": Kernel(k_pair, "for", ("x", "y"), (F64, F64), ("y",)),
     "to_f32": Kernel(k_to_f32, "for", ("x", "f"), (F64, "f32"), ("f",)),
     "from_f32": Kernel(k_from_f32, "for", ("f", "y"), ("f32", F64), ("y",)),
     "flag": Kernel(k_flag, "for", ("x", "flag"), (F64, "flag"), ("flag",)),

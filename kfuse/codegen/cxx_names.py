@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..frontend.spec import ArgType
-from ..ir.nodes import ViewType
+from ..ir.nodes import StructType, ViewType
 from ..types import DType
 
 CXX_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t
@@ -38,11 +38,20 @@ def view_type(t: ArgType | ViewType, memory_space: str = "KfMem") -> str:
 
 
 def cpp_type(t) -> str:
-    """The C++ type of a kernel argument (``ArgType``) or an IR value (``DType``, ``ViewType``)."""
+    """The C++ type of a kernel argument (``ArgType``) or an IR value (``DType``, ``ViewType``, a classtype's
+    ``StructType``)."""
     if isinstance(t, ArgType):
         return view_type(t) if t.is_view else t.dtype.cpp
     if isinstance(t, ViewType):
         return view_type(t)
     if isinstance(t, DType):
         return t.cpp
+    if isinstance(t, StructType):
+        return ident(t.name)
     raise TypeError(t)
+
+
+def method_name(fn, index: int) -> str:
+    """The C++ member function of classtype method instance ``index`` (``Particle.__init__`` -> ``kf_m0_init``):
+    kf_-prefixed, so never a field's name (``ident`` keeps kf_ names free)."""
+    return f"kf_m{index}_{fn.name.rsplit('.', 1)[-1].strip('_')}"

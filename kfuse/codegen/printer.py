@@ -4,6 +4,11 @@ The IR already holds every type and conversion the C++ computes (``kfuse.ir.lowe
 the user's errors), so this module only chooses spellings. Python semantics that differ from C++ (``/``,
 ``//``, ``%``, ``**``, integer ``round``) are spelled with helpers from ``kfuse_prelude.hpp``.
 
+A classtype is a struct defined before the functor: its fields, its methods as ``KOKKOS_INLINE_FUNCTION``
+members (each instance ``kf_m<i>_<name>``, defined after every struct, ``self`` a reference to ``*this``),
+and per ``__init__`` instance a static ``kf_new<i>`` that zero-fills a value and runs it. Helpers and methods
+take classtype values by reference, so a temporary argument is passed through ``kf_ref``.
+
 Operations that can fault (integer ``//`` and ``%`` always, View accesses under KFUSE_BOUNDS_CHECK) go
 through checked helpers given a fault site: an entry of the kernel's table saying which workunit, file,
 line and View, so the launch can raise a Python exception that names them. Sites are numbered in the
@@ -16,7 +21,7 @@ from ..ir import printf
 from ..ir.access import assigned_names
 from ..ir.typing import ATOMICS, BOOL, atomic_op
 from ..types import promote
-from .cxx_names import cpp_type, ident
+from .cxx_names import cpp_type, ident, method_name
 from .sites import FaultSite, c_string
 
 
@@ -29,6 +34,8 @@ class Unit:
         self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
         self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
         self.uses_printf = False  # the launcher then flushes C stdout so output keeps its order with Python's
+        self.uses_ref = False  # some call passes a temporary classtype value by reference
+        self.constructors: set = set()  # the __init__ instances a construction runs
         self._definitions: dict = {}  # helper instance -> its C++ function
 
     def fault_site(self, site: FaultSite) -> int:
@@ -37,22 +44,51 @@ class Unit:
         return self.fault_sites.index(site)
 
     def helper(self, index: int) -> str:
-        """The C++ name of helper instance ``index``; its function is printed at the first call."""
+        """The C++ name of helper instance ``index`` (a member function's, for a classtype method); its
+        function is printed at the first call."""
         fn = self.kernel.helpers[index]
-        cname = f"{ident(fn.name)}_h{index}"
+        cname = method_name(fn, index) if fn.struct is not None else f"{ident(fn.name)}_h{index}"
         if index not in self._definitions:
             self._definitions[index] = None  # taken: the IR has no recursion, but calls may nest
             views = {n: t for n, t in fn.params if isinstance(t, ir.ViewType)}
             lines = BodyPrinter(self, fn, {}, views).body(fn, "  ")
-            ret = fn.ret.cpp if fn.ret is not None else "void"
-            sig = ", ".join(f"{cpp_type(t)} {ident(n)}" for n, t in fn.params)
-            self._definitions[index] = (f"KOKKOS_INLINE_FUNCTION {ret} {cname}({sig}) {{\n" + "\n".join(lines)
-                                        + "\n}\n")
+            params, qualified = fn.params, cname
+            if fn.struct is not None:  # self is the object the member function runs on
+                (me, struct), *params = fn.params
+                lines.insert(0, f"  {cpp_type(struct)}& {ident(me)} = *this;")
+                qualified = f"{cpp_type(struct)}::{cname}"
+            ret = cpp_type(fn.ret) if fn.ret is not None else "void"
+            self._definitions[index] = (f"KOKKOS_INLINE_FUNCTION {ret} {qualified}({signature(params)}) {{\n"
+                                        + "\n".join(lines) + "\n}\n")
         return cname
 
     def definitions(self) -> list[str]:
-        """The helpers' C++ functions, callees before callers (the IR's order)."""
-        return [self._definitions[i] for i in sorted(self._definitions)]
+        """The classtypes' structs, then the helpers' C++ functions, callees before callers (the IR's order)."""
+        structs = self.kernel.structs
+        out = [f"struct {cpp_type(t)};" for t in structs]
+        for t in structs:
+            name = cpp_type(t)
+            members = [f"  {cpp_type(f)} {ident(n)}{{}};" for n, f in t.fields]
+            for i in sorted(self._definitions):
+                fn = self.kernel.helpers[i]
+                if fn.struct != t:
+                    continue
+                params = fn.params[1:]
+                ret = cpp_type(fn.ret) if fn.ret is not None else "void"
+                members.append(f"  KOKKOS_INLINE_FUNCTION {ret} {method_name(fn, i)}({signature(params)});")
+                if i in self.constructors:
+                    args = ", ".join(ident(n) for n, _ in params)
+                    members.append(f"  KOKKOS_INLINE_FUNCTION static {name} kf_new{i}({signature(params)}) {{ "
+                                   f"{name} kf_self; kf_self.{method_name(fn, i)}({args}); return kf_self; }}")
+            out.append(f"struct {name} {{\n" + "\n".join(members) + "\n};")
+        if self.uses_ref:
+            out.append("template <class T> KOKKOS_INLINE_FUNCTION T& kf_ref(T&& value) { return value; }")
+        return out + [self._definitions[i] for i in sorted(self._definitions)]
+
+
+def signature(params) -> str:
+    """A C++ parameter list: classtype values by reference, everything else by value."""
+    return ", ".join(f"{cpp_type(t)}{'&' if isinstance(t, ir.StructType) else ''} {ident(n)}" for n, t in params)
 
 
 def _unconverted(e):
@@ -90,7 +126,7 @@ class BodyPrinter:
         assigned = assigned_names(node.body)
         lines = [f"{ind}{t.cpp} {ident(n)} = this->{ident(n)};" for n, t in sorted(self.members.items())
                  if n in assigned]
-        lines += [f"{ind}{t.cpp} {ident(n)} = {t.cpp}();" for n, t in node.locals]
+        lines += [f"{ind}{cpp_type(t)} {ident(n)} = {cpp_type(t)}();" for n, t in node.locals]
         for index in node.first_helpers:
             self.unit.helper(index)
         for s in node.body:
@@ -133,6 +169,9 @@ class BodyPrinter:
         out.append(f"{ind}{ident(s.name)} {s.op or ''}= {self.expr(s.value)};")
 
     stmt_Accumulate = stmt_Assign
+
+    def stmt_SetField(self, s, out, ind):
+        out.append(f"{ind}{ident(s.target)}.{ident(s.name)} {s.op or ''}= {self.expr(s.value)};")
 
     def stmt_Store(self, s, out, ind):
         if s.op is None:  # Python evaluates the value first, an augmented assignment's target first
@@ -279,8 +318,29 @@ class BodyPrinter:
         return f"std::{name}(" + ", ".join(f"static_cast<{operand}>({c})" for c in codes) + ")"
 
     def expr_HelperCall(self, e):
-        args = [self.expr(a) for a in e.args]
-        return f"{self.unit.helper(e.instance)}({', '.join(args)})"
+        name = self.unit.helper(e.instance)
+        if self.unit.kernel.helpers[e.instance].struct is None:
+            return f"{name}({self.arguments(e.args)})"
+        return f"{self.expr(e.args[0])}.{name}({self.arguments(e.args[1:])})"  # a method, on a value or temporary
+
+    def expr_New(self, e):
+        self.unit.helper(e.init)
+        self.unit.constructors.add(e.init)
+        return f"{cpp_type(e.type)}::kf_new{e.init}({self.arguments(e.args)})"
+
+    def expr_Field(self, e):
+        return f"{self.expr(e.value)}.{ident(e.name)}"
+
+    def arguments(self, args) -> str:
+        """Call arguments; a classtype temporary goes to its reference parameter through ``kf_ref``."""
+        codes = []
+        for a in args:
+            if isinstance(a.type, ir.StructType) and not isinstance(a, ir.Name):
+                self.unit.uses_ref = True
+                codes.append(f"kf_ref({self.expr(a)})")
+            else:
+                codes.append(self.expr(a))
+        return ", ".join(codes)
 
     def expr_TeamQuery(self, e):
         return f"static_cast<int64_t>({ident(e.team)}.{e.what}())"

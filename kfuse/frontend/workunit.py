@@ -1,4 +1,4 @@
-"""``@pk.workunit`` and ``@pk.function``: capture a Python function's AST once, with its location.
+"""``@pk.workunit``, ``@pk.function`` and ``@pk.classtype``: capture a Python function's AST once, with its location.
 
 The kernel IR of kfuse is Python's own ``ast`` (a FunctionDef per kernel), with line numbers made
 absolute in the source file so every later stage (typing, fusion, transforms, codegen) can report
@@ -11,6 +11,7 @@ import functools
 import inspect
 import itertools
 import textwrap
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -42,8 +43,9 @@ class ParsedFunction:
         return cls(message, workunit=self.name, filename=self.filename, node=node or self.tree, hint=hint)
 
 
-def parse_function(fn) -> ParsedFunction:
-    """Parse ``fn``'s source into an AST whose line numbers are absolute in its file."""
+def parse_function(fn, name: str | None = None) -> ParsedFunction:
+    """Parse ``fn``'s source into an AST whose line numbers are absolute in its file; ``name``: what errors
+    call it (default: the function's name)."""
     try:
         source = inspect.getsource(fn)
         filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -64,7 +66,7 @@ def parse_function(fn) -> ParsedFunction:
                 namespace[name] = cell.cell_contents
             except ValueError:  # an empty cell: the name is assigned later in the enclosing scope
                 pass
-    parsed = ParsedFunction(fn=fn, name=fn.__name__, tree=tree, filename=filename, namespace=namespace)
+    parsed = ParsedFunction(fn=fn, name=name or fn.__name__, tree=tree, filename=filename, namespace=namespace)
     _check_nesting(parsed)
     return parsed
 
@@ -190,3 +192,32 @@ def function(fn=None, **options):
     if fn is None:
         return lambda f: Function(f)
     return Function(fn)
+
+
+_CLASSTYPES: weakref.WeakSet = weakref.WeakSet()
+_METHODS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a classtype's method -> its ParsedFunction
+
+
+def classtype(cls):
+    """Decorator marking a class whose values kernels create and use (PyKokkos's ``@pk.classtype``). The class
+    is returned unchanged: Python code keeps using it as an ordinary class."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@pk.classtype decorates a class, not {cls!r}")
+    _CLASSTYPES.add(cls)
+    return cls
+
+
+def is_classtype(obj) -> bool:
+    return isinstance(obj, type) and obj in _CLASSTYPES
+
+
+def parsed_method(cls, name: str) -> ParsedFunction | None:
+    """Method ``name`` of classtype ``cls`` (a plain function in its class body) parsed once, named
+    ``Class.method`` in errors; None if the class body defines no such function."""
+    fn = cls.__dict__.get(name)
+    if not inspect.isfunction(fn):
+        return None
+    parsed = _METHODS.get(fn)
+    if parsed is None:
+        parsed = _METHODS[fn] = parse_function(fn, f"{cls.__name__}.{name}")
+    return parsed

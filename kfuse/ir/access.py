@@ -4,7 +4,9 @@ An index is affine when it is ``sum(coef * v) + const + sum(coef * p)`` with ``v
 loop variables (never reassigned in the kernel, so each names one value per thread and iteration) and
 ``p`` scalar parameters never reassigned (a symbolic offset, known at run time). Anything else (a
 product of variables, a load, a local) is unknown (None). Integer widenings are seen through: they keep
-the value. Views handed to helpers are "opaque": their accesses are not visible here.
+the value. Views handed to helpers (classtype methods and constructors included) are "opaque": their
+accesses are not visible here. A classtype value is a thread's own; a statement that sets one of its fields,
+or hands it to a call (which may set them), assigns its name.
 """
 from __future__ import annotations
 
@@ -65,13 +67,19 @@ def analyse(kernel: ir.Kernel) -> Analysis:
 
 
 def assigned_names(stmts) -> set:
-    """Names assigned anywhere under ``stmts``, loop variables included (nested defs too)."""
+    """Names assigned anywhere under ``stmts``, loop variables and changed classtype values included (nested
+    defs too)."""
     names: set = set()
     for s in stmts:
         if isinstance(s, (ir.Assign, ir.Accumulate)):
             names.add(s.name)
         elif isinstance(s, ir.For):
             names.add(s.var)
+        elif isinstance(s, ir.SetField):
+            names.add(s.target)
+        for e in (x for top in _expressions(s) for x in subexpressions(top)):
+            if isinstance(e, (ir.HelperCall, ir.New)):
+                names.update(a.id for a in e.args if isinstance(a, ir.Name) and isinstance(a.type, ir.StructType))
         for inner in _bodies(s):
             names |= assigned_names(inner)
     return names
@@ -156,7 +164,7 @@ class _Walker:
             self.record(e.view, "read", e.indices, e.text, e.loc, variables)
         elif isinstance(e, ir.Atomic):
             self.record(e.view, "atomic", e.indices, e.text, e.loc, variables)
-        elif isinstance(e, ir.HelperCall):
+        elif isinstance(e, (ir.HelperCall, ir.New)):
             for a in e.args:
                 if isinstance(a, ir.Name) and a.id in self.views:
                     self.found.append(Access(a.id, "opaque", (), a.id, e.loc))
@@ -167,9 +175,16 @@ class _Walker:
                                      text, loc))
 
 
+def subexpressions(e):
+    """``e`` and every expression inside it, parents first."""
+    yield e
+    for child in _children(e):
+        yield from subexpressions(child)
+
+
 def _expressions(s) -> tuple:
     """The expressions a statement evaluates itself (not those of nested statements)."""
-    if isinstance(s, (ir.Assign, ir.Accumulate, ir.Eval)):
+    if isinstance(s, (ir.Assign, ir.Accumulate, ir.Eval, ir.SetField)):
         return (s.value,)
     if isinstance(s, ir.Store):
         return (s.value,) + s.indices
@@ -184,6 +199,9 @@ def _expressions(s) -> tuple:
     return ()
 
 
+expressions = _expressions
+
+
 def _children(e) -> tuple:
     if isinstance(e, (ir.BinOp, ir.Compare)):
         return (e.left, e.right)
@@ -193,8 +211,10 @@ def _children(e) -> tuple:
         return (e.value,)
     if isinstance(e, ir.BoolOp):
         return e.values
-    if isinstance(e, (ir.Call, ir.HelperCall)):
+    if isinstance(e, (ir.Call, ir.HelperCall, ir.New)):
         return e.args
+    if isinstance(e, ir.Field):
+        return (e.value,)
     if isinstance(e, ir.Ternary):
         return (e.test, e.body, e.orelse)
     if isinstance(e, ir.Load):

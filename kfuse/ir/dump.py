@@ -15,6 +15,8 @@ def dump(kernel: ir.Kernel) -> str:
         if pairs:
             lines.append(f"  {title}: {_decls(pairs)}")
     _block(kernel.body, "  ", lines)
+    for struct in kernel.structs:
+        lines.append(f"struct {struct.name} {{{_decls(struct.fields)}}}")
     for index, fn in enumerate(kernel.helpers):
         ret = fn.ret.name if fn.ret is not None else "None"
         lines.append(f"function {fn.name}#{index}({_decls(fn.params)}) -> {ret}  # {fn.loc}")
@@ -43,6 +45,8 @@ def _stmt(s, ind: str, out: list) -> None:
     if isinstance(s, (ir.Assign, ir.Accumulate)):
         keyword = "acc " if isinstance(s, ir.Accumulate) else ""
         out.append(f"{ind}{keyword}{s.name} {s.op or ''}= {expr(s.value)}  : {_type(s.value.type)}")
+    elif isinstance(s, ir.SetField):
+        out.append(f"{ind}{s.target}.{s.name} {s.op or ''}= {expr(s.value)}  : {_type(s.value.type)}")
     elif isinstance(s, ir.Store):
         out.append(f"{ind}{s.view}[{_list(s.indices)}] {s.op or ''}= {expr(s.value)}  : {_type(s.value.type)}")
     elif isinstance(s, ir.Eval):
@@ -103,6 +107,10 @@ def expr(e) -> str:
         return f"({expr(e.body)} if {expr(e.test)} else {expr(e.orelse)})"
     if isinstance(e, ir.HelperCall):
         return f"{e.name}#{e.instance}({_list(e.args)})"
+    if isinstance(e, ir.New):
+        return f"{e.type.name}#{e.init}({_list(e.args)})"
+    if isinstance(e, ir.Field):
+        return f"{expr(e.value)}.{e.name}"
     if isinstance(e, ir.Atomic):
         return f"{e.func}({', '.join([f'{e.view}[{_list(e.indices)}]'] + [expr(a) for a in e.args])})"
     if isinstance(e, ir.TeamQuery):

@@ -3,6 +3,15 @@
 The lowering types every value with the kernel typing rules (``typing``), which are what the emitted C++
 computes, so the IR's types are the C++ program's. It raises the user's syntax and type errors, pointing
 at the source they are about.
+
+Classtype values: Python shares objects by reference, the C++ copies structs. kfuse passes them to helpers
+and methods by reference (a helper changing its parameter's field changes the caller's value, as in Python)
+and copies them on assignment and return. The two agree as long as no two names share one value, so the
+lowering accepts only programs that cannot make them share: a classtype local is assigned only a new value
+(a construction, or a helper's or method's result, which is never one of its parameters), and a parameter is
+never rebound. ``q = p`` and ``return p`` (a parameter) are errors, not copies. The order of evaluation is
+the other difference: C++ leaves the order of a call's arguments and an operator's operands open, so a call
+that may change a classtype value must be the only use of that value in its statement.
 """
 from __future__ import annotations
 
@@ -14,7 +23,8 @@ from ..types import DType
 from . import nodes as ir
 from . import printf
 from . import typing as rules
-from .nodes import TEAM, Loc, ViewType
+from .access import expressions, subexpressions
+from .nodes import TEAM, Loc, StructType, ViewType
 from .pyast import flatten_subscript
 from .typing import BOOL, F64, I64, Unknown
 
@@ -28,6 +38,11 @@ def value_type(arg_type):
     if getattr(arg_type, "is_view", False):
         return ViewType(arg_type.dtype, arg_type.ndim, arg_type.layout)
     return getattr(arg_type, "dtype", arg_type)
+
+
+def _kind(t) -> str:
+    """The scope kind of a name holding a value of IR type ``t``."""
+    return "view" if isinstance(t, ViewType) else "struct" if isinstance(t, StructType) else "scalar"
 
 
 def roles(source, spec) -> tuple:
@@ -57,7 +72,7 @@ def lower(source, spec) -> ir.Kernel:
         threads = tuple((n, I64) for n in index_names)
     accs = tuple(zip(acc_names, spec.accs))
     flags = tuple((n, BOOL) for n in flag_names)
-    scope = {n: ("view" if isinstance(t, ViewType) else "scalar", t) for n, t in params}
+    scope = {n: (_kind(t), t) for n, t in params}
     scope.update({n: ("team" if t == TEAM else "scalar", t) for n, t in threads + accs + flags})
     helpers = _Helpers(source.helpers)
     body = _Lowerer(source, source, helpers, scope, accumulators=set(acc_names))
@@ -113,27 +128,51 @@ class _Helpers:
         self.sources = sources  # name -> KernelSource
         self.instances: dict = {}  # (name, argument types) -> (index, return type)
         self.functions: list = []
+        self.changes: list = []  # per instance: the positions of the classtype parameters it may change
         self._active: set = set()
 
     def instance(self, name: str, arg_types: tuple, node, caller, kernel) -> tuple:
-        """(index, return type) of the instance of ``name`` for ``arg_types``, lowered at its first call."""
+        """(index, return type) of the instance of ``name`` (a helper, ``Cls`` for a classtype's __init__ or
+        ``Cls.method``) for ``arg_types``, lowered at its first call."""
         key = (name, arg_types)
         if key in self.instances:
             return self.instances[key]
-        if name in self._active:
-            raise caller.error(f"helper '{name}' calls itself; recursion is not supported in kernels", node)
         src = self.sources[name]
-        typed = rules.helper_params(name, src, arg_types, node, caller)
+        if name in self._active:
+            raise caller.error(f"'{src.name}' calls itself; recursion is not supported in kernels", node)
+        typed = rules.helper_params(src.name, src, arg_types, node, caller)
         self._active.add(name)
-        scope = {n: ("view" if isinstance(t, ViewType) else "scalar", t) for n, t in typed}
+        scope = {n: (_kind(t), t) for n, t in typed}
         body = _Lowerer(src, kernel, self, scope, in_helper=True)
         locals_, stmts = body.function_body(src.tree.body)
         ret = rules.helper_return(src, body.return_types)
         self._active.discard(name)
         self.instances[key] = (len(self.functions), ret)
-        self.functions.append(ir.Function(name, tuple(typed), ret, locals_, stmts, tuple(body.first_helpers),
-                                          loc=Loc(src.filename, src.tree.lineno)))
+        changed = self.changed(stmts)
+        self.changes.append(tuple(i for i, (n, _) in enumerate(typed) if n in changed))
+        self.functions.append(ir.Function(src.name, tuple(typed), ret, locals_, stmts, tuple(body.first_helpers),
+                                          src.struct, loc=Loc(src.filename, src.tree.lineno)))
         return self.instances[key]
+
+    def changed_args(self, e) -> list:
+        """The arguments of call ``e`` (a HelperCall or New) that name a classtype value the call may change."""
+        if isinstance(e, ir.HelperCall):
+            return [e.args[i] for i in self.changes[e.instance] if isinstance(e.args[i], ir.Name)]
+        if isinstance(e, ir.New):  # its __init__'s first parameter is the new value
+            return [e.args[i - 1] for i in self.changes[e.init] if i and isinstance(e.args[i - 1], ir.Name)]
+        return []
+
+    def changed(self, stmts) -> set:
+        """The classtype values ``stmts`` may change: fields set, or values given to calls that change them."""
+        names: set = set()
+        for s in stmts:
+            if isinstance(s, ir.SetField):
+                names.add(s.target)
+            for e in (x for top in expressions(s) for x in subexpressions(top)):
+                names.update(a.id for a in self.changed_args(e))
+            for inner in (getattr(s, "body", ()), getattr(s, "orelse", ())):
+                names |= self.changed(inner)
+        return names
 
 
 class _Lowerer:
@@ -143,12 +182,15 @@ class _Lowerer:
     and its accumulator type)."""
 
     def __init__(self, src, kernel, helpers: _Helpers, scope: dict, in_helper: bool = False,
-                 accumulators: frozenset = frozenset()):
+                 accumulators: frozenset = frozenset(), struct_params: frozenset | None = None):
         self.src = src
         self.kernel = kernel  # the workunit's KernelSource (src is a helper's inside a helper)
         self.helpers = helpers
         self.scope = dict(scope)
         self.in_helper = in_helper
+        # classtype values the caller passed (by reference): never rebound, never returned
+        self.struct_params = frozenset(n for n, (k, _) in scope.items() if k == "struct") \
+            if struct_params is None else struct_params
         self.accumulators = accumulators
         self.return_types: list = []
         self.loop_vars: set = set()
@@ -187,7 +229,7 @@ class _Lowerer:
         def type_of(value, types, lambdas):
             saved = dict(self.scope)
             self.scope.update({n: ("lambda", (d, rules.lambda_acc_type(d))) for n, d in lambdas.items()})
-            self.scope.update({n: ("scalar", t) for n, t in types.items()})
+            self.scope.update({n: (_kind(t), t) for n, t in types.items()})
             try:
                 return self.expr(value).type
             finally:
@@ -198,8 +240,8 @@ class _Lowerer:
             found, self.loop_vars = rules.infer_locals(stmts, self.scope, type_of, self)
         finally:
             self.inferring = False
-        for name, dtype in found.items():
-            self.scope[name] = ("scalar", dtype)
+        for name, t in found.items():
+            self.scope[name] = (_kind(t), t)
         return tuple(found.items()), self.block(stmts)
 
     def block(self, stmts) -> tuple:
@@ -210,10 +252,31 @@ class _Lowerer:
                 raise self.unsupported(f"'{type(stmt).__name__}' statement", stmt)
             self._statements.append(stmt)
             try:
-                out.extend(method(stmt))
+                lowered_stmts = method(stmt)
+                for s in lowered_stmts:
+                    self._check_order(s, stmt)
+                out.extend(lowered_stmts)
             finally:
                 self._statements.pop()
         return tuple(out)
+
+    def _check_order(self, s, node) -> None:
+        """A call that may change a classtype value is that value's only use in statement ``s``: Python
+        evaluates left to right, C++ in an order it leaves open (an augmented field assignment reads its
+        field after its value)."""
+        uses: dict = {}
+        changed: set = set()
+        if isinstance(s, ir.SetField) and s.op is not None:
+            uses[s.target] = 1
+        for e in (x for top in expressions(s) for x in subexpressions(top)):
+            if isinstance(e, ir.Name) and isinstance(e.type, StructType):
+                uses[e.id] = uses.get(e.id, 0) + 1
+            changed.update(a.id for a in self.helpers.changed_args(e))
+        for name in sorted(changed):
+            if uses[name] > 1:
+                raise self.unsupported(f"'{name}' is used again in the statement where a call may change it",
+                                       node, f"C++ may evaluate the parts of a statement in another order than "
+                                             f"Python; make the call changing '{name}' a statement of its own")
 
     # --- statements ------------------------------------------------------------------------
     def stmt_Pass(self, node):
@@ -232,10 +295,31 @@ class _Lowerer:
             raise self.unsupported("returning a value from a workunit", node,
                                    "write results into a View or use parallel_reduce with an accumulator")
         value = self.expr(node.value)
-        if not isinstance(value.type, DType):
+        t = value.type
+        if not isinstance(t, (DType, StructType)):
             raise self.unsupported("returning a View from a helper", node)
-        self.return_types.append(value.type)
+        declared = rules.annotation_type(self.src.annotations.get("return"))
+        for other in ([declared] if declared is not None else []) + self.return_types[:1]:
+            if t != other and (isinstance(t, StructType) or isinstance(other, StructType)):
+                raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(t)}, but "
+                                      f"'{self.src.name}' returns a {rules.type_name(other)}", node)
+        if isinstance(t, StructType):
+            self._fresh(value, node, returning=True)
+        self.return_types.append(t)
         return [ir.Return(value, loc=self.loc(node))]
+
+    def _fresh(self, value, node, returning: bool = False) -> None:
+        """Reject a classtype value that another name may share (see the module docstring): only a new value
+        is assigned, and only a new value or a local is returned."""
+        if isinstance(value, (ir.New, ir.HelperCall)) or returning and value.id not in self.struct_params:
+            return
+        if returning:
+            what = f"returning parameter '{value.id}' hands the caller back the object it passed"
+        else:
+            what = f"'{ast.unparse(node)}' makes '{ast.unparse(node.targets[0])}' a second name for the object " \
+                   f"'{value.id}' names"
+        raise self.unsupported(f"{what} (Python shares objects), while kfuse copies classtype values", node,
+                               f"construct a new value ({value.type}(...)) and copy the fields you need into it")
 
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -246,15 +330,25 @@ class _Lowerer:
         return [effect if isinstance(effect, (ir.Print, ir.Barrier)) else ir.Eval(effect, loc=self.loc(node))]
 
     def _target(self, target):
-        """(kind, what, indices, type) of an assignment target: a local or accumulator (``what``: its name)
-        or a View element (``what``: its Load)."""
+        """(kind, what, indices, type) of an assignment target: a local or accumulator (``what``: its name),
+        a classtype value's field (``what``: (its name, the field)) or a View element (``what``: its Load)."""
         if isinstance(target, ast.Name):
             sym = self.scope.get(target.id)
             if sym is None:
                 raise self.type_error(f"assignment to unknown name '{target.id}'", target)
-            if sym[0] != "scalar":
+            if target.id in self.struct_params:
+                raise self.unsupported(f"assigning to classtype parameter '{target.id}'", target,
+                                       "in Python this rebinds the name only, while kfuse would overwrite the "
+                                       "caller's value; use a new local")
+            if sym[0] not in ("scalar", "struct"):
                 raise self.unsupported(f"assigning to {sym[0]} '{target.id}'", target)
             return ("acc" if target.id in self.accumulators else "local"), target.id, (), sym[1]
+        if isinstance(target, ast.Attribute):
+            owner = self.scope.get(target.value.id) if isinstance(target.value, ast.Name) else None
+            if owner is None or owner[0] != "struct":
+                raise self.unsupported(f"assignment target '{ast.unparse(target)}'", target,
+                                       "fields are set on a classtype local or parameter, 'p.x = ...'")
+            return "field", (target.value.id, target.attr), (), self._field_type(owner[1], target.attr, target)
         if isinstance(target, ast.Subscript):
             load = self.subscript(target)
             if isinstance(load, ir.Load):
@@ -263,15 +357,30 @@ class _Lowerer:
 
     def _assign(self, target, value, node, op=None):
         kind, what, indices, t = self._target(target)
+        if op is not None and isinstance(t, StructType):
+            raise self.type_error(f"arithmetic on classtype value '{ast.unparse(target)}'", node)
+        if not isinstance(value.type, DType) and (op is not None or not isinstance(t, StructType)):
+            raise self.type_error(f"'{ast.unparse(node.value)}' is a {rules.type_name(value.type)}, not a scalar, "
+                                  f"in '{ast.unparse(node)}'", node)
+        if isinstance(t, StructType) and value.type != t:
+            raise self.type_error(f"assigning a {rules.type_name(value.type)} to '{ast.unparse(target)}', a {t}",
+                                  node)
         if kind == "store":  # where the element is, as a load of it would be
             return ir.Store(what.view, indices, value, t, op, text=ast.unparse(target), user_view=what.user_view,
                             loc=what.loc)
+        if kind == "field":
+            return ir.SetField(what[0], what[1], value, t, op, loc=self.loc(node))
         cls = ir.Accumulate if kind == "acc" else ir.Assign
         return cls(what, t, value, op, loc=self.loc(node))
 
     def stmt_Assign(self, node):
         value = self.expr(node.value)
         out = []
+        if isinstance(value.type, StructType):
+            if len(node.targets) > 1:
+                raise self.unsupported("assigning one classtype value to several names", node,
+                                       "they would share it in Python; construct one value per name")
+            self._fresh(value, node)
         for target in node.targets:
             t = self._target(target)[3]
             out.append(self._assign(target, _convert(value, t), node))
@@ -295,16 +404,26 @@ class _Lowerer:
     def _current(self, target):
         if isinstance(target, ast.Name):
             return ir.Name(target.id, self.scope[target.id][1], loc=self.loc(target))
+        if isinstance(target, ast.Attribute):
+            return self.expr(target)
         return self.subscript(target)
 
+    def condition(self, node):
+        """A test (if, while, conditional expression): a scalar, whose truth C++ tests as Python does."""
+        test = self.expr(node)
+        if not isinstance(test.type, DType):
+            raise self.type_error(f"condition '{ast.unparse(node)}' is a {rules.type_name(test.type)}, not a "
+                                  "scalar", node)
+        return test
+
     def stmt_If(self, node):
-        test = self.expr(node.test)
+        test = self.condition(node.test)
         return [ir.If(test, self.block(node.body), self.block(node.orelse), loc=self.loc(node))]
 
     def stmt_While(self, node):
         if node.orelse:
             raise self.unsupported("while ... else", node)
-        test = self.expr(node.test)
+        test = self.condition(node.test)
         return [ir.While(test, self.block(node.body), loc=self.loc(node))]
 
     def stmt_For(self, node):
@@ -326,6 +445,8 @@ class _Lowerer:
         self._tmp += 1
         tmp = self._tmp
         var = node.target.id
+        if self.scope.get(var, ("scalar",))[0] != "scalar":
+            raise self.type_error(f"loop variable '{var}' is a {self.scope[var][1]}", node.target)
         scoped = not (var in self.scope and var not in self.loop_vars)
         saved = self.scope.get(var)
         if scoped:
@@ -351,7 +472,8 @@ class _Lowerer:
         if len(params) >= 3:
             typed.append((params[2].arg, BOOL))
         scope.update({n: ("scalar", t) for n, t in typed})
-        inner = _Lowerer(self.src, self.kernel, self.helpers, scope, in_helper=True)
+        inner = _Lowerer(self.src, self.kernel, self.helpers, scope, in_helper=True,
+                         struct_params=self.struct_params)
         locals_, body = inner.function_body(node.body)
         if inner.return_types:
             raise self.unsupported("returning a value from a nested parallel body", node)
@@ -441,14 +563,21 @@ class _Lowerer:
             if type(op) not in rules.COMPARE:
                 raise self.unsupported(f"comparison '{type(op).__name__}'", node)
             right = self.expr(comparator)
+            for value, part in ((left, node.left), (right, comparator)):
+                if isinstance(value.type, StructType):
+                    raise self.type_error(f"comparing classtype value '{ast.unparse(part)}'", node,
+                                          "compare its fields")
             t = rules.compare_operands(left.type, right.type)
             parts.append(ir.Compare(rules.COMPARE[type(op)], _convert(left, t), _convert(right, t), loc=self.loc(node)))
             left = right
         return parts[0] if len(parts) == 1 else ir.BoolOp("and", tuple(parts), BOOL, loc=self.loc(node))
 
     def expr_IfExp(self, node):
-        test = self.expr(node.test)
+        test = self.condition(node.test)
         body, orelse = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(body.type, StructType) or isinstance(orelse.type, StructType):
+            raise self.unsupported("a conditional expression choosing a classtype value", node,
+                                   "use an if statement")
         t = rules.join(body.type, orelse.type)
         return ir.Ternary(test, _convert(body, t), _convert(orelse, t), t, loc=self.loc(node))
 
@@ -480,7 +609,20 @@ class _Lowerer:
         return self.subscript(node)
 
     def expr_Attribute(self, node):
-        raise self.unsupported(f"attribute '{ast.unparse(node)}'", node)
+        value = self.expr(node.value)
+        if not isinstance(value.type, StructType):
+            raise self.unsupported(f"attribute '{ast.unparse(node)}'", node)
+        return ir.Field(value, node.attr, self._field_type(value.type, node.attr, node), loc=self.loc(node))
+
+    def _field_type(self, struct: StructType, name: str, node):
+        t = struct.field(name)
+        if t is None:
+            what = f"'{name}' of classtype {struct} is a method; call it" \
+                if f"{struct.name}.{name}" in self.helpers.sources else f"classtype {struct} has no field '{name}'"
+            raise self.type_error(what, node,
+                                  f"its fields: {', '.join(f for f, _ in struct.fields) or 'none'} (declared in "
+                                  "__init__ as 'self.name: type = value')")
+        return t
 
     # --- calls -----------------------------------------------------------------------------
     def call(self, node, statement: bool = False):
@@ -495,13 +637,27 @@ class _Lowerer:
         if isinstance(func, ast.Name):
             if func.id in self.src.helpers and func.id not in self.scope:
                 args = tuple(self.expr(a) for a in node.args)
-                known = len(self.helpers.functions)
-                index, ret = self.helpers.instance(func.id, tuple(a.type for a in args), node, self.src, self.kernel)
-                if self.inferring and index >= known:
-                    self.first_helpers.append(index)
-                return ir.HelperCall(func.id, index, args, ret, loc=self.loc(node))
+                struct = self.helpers.sources[func.id].struct
+                if struct is None:
+                    return self.call_helper(func.id, args, node)
+                index, ret = self._instance(func.id, (struct, *(a.type for a in args)), node)
+                if ret is not None:
+                    raise self.type_error(f"{struct}.__init__ returns a value", node)
+                return ir.New(index, args, struct, loc=self.loc(node))
             return self.call_builtin(func.id, node)
         raise self.unsupported(f"call to '{ast.unparse(func)}'", node)
+
+    def _instance(self, name: str, arg_types: tuple, node) -> tuple:
+        known = len(self.helpers.functions)
+        index, ret = self.helpers.instance(name, arg_types, node, self.src, self.kernel)
+        if self.inferring and index >= known:
+            self.first_helpers.append(index)
+        return index, ret
+
+    def call_helper(self, name: str, args: tuple, node):
+        """A call of helper ``name`` (``Cls.method`` for a method, ``self`` its first argument)."""
+        index, ret = self._instance(name, tuple(a.type for a in args), node)
+        return ir.HelperCall(self.helpers.functions[index].name, index, args, ret, loc=self.loc(node))
 
     def _scalar_args(self, node, count=None) -> list:
         args = [self.expr(a) for a in node.args]
@@ -541,6 +697,14 @@ class _Lowerer:
     def call_method(self, func, node):
         target = self.expr(func.value)
         loc = self.loc(node)
+        if isinstance(target.type, StructType):
+            name = f"{target.type.name}.{func.attr}"
+            if name not in self.helpers.sources:
+                if target.type.field(func.attr) is not None:
+                    raise self.type_error(f"field '{func.attr}' of classtype {target.type} is not a method", node)
+                raise self.type_error(f"classtype {target.type} has no method '{func.attr}'", node,
+                                      "kernels call the methods defined in the class body (def name(self, ...))")
+            return self.call_helper(name, (target, *(self.expr(a) for a in node.args)), node)
         if target.type == TEAM:
             if func.attr in _TEAM_QUERIES:
                 return ir.TeamQuery(target.id, func.attr, loc=loc)
@@ -599,6 +763,9 @@ class _Lowerer:
             raise self.type_error(f"'{ast.unparse(node)}': pk.{name} needs a View of integers, "
                                   f"'{ast.unparse(args[0])}' holds {t.dtype.name}", node)
         values = tuple(_convert(self.expr(a), t.dtype) for a in args[2:])
+        for value, a in zip(values, args[2:]):
+            if not isinstance(value.type, DType):
+                raise self.type_error(f"argument '{ast.unparse(a)}' is not a scalar", a)
         return ir.Atomic(name, view.id, indices, values, rules.atomic_type(name, t.dtype), text=ast.unparse(node),
                          user_view=self.user_view(args[0]), loc=self.loc(node))
 

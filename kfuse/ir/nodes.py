@@ -1,7 +1,7 @@
 """The kernel IR: frozen, hashable nodes, each with the source location it came from.
 
-Every expression carries its type (a ``DType``, a ``ViewType`` or ``TEAM``; ``None`` for a call that
-returns nothing). Locations and the user's spelling of an access are left out of equality, so two
+Every expression carries its type (a ``DType``, a ``ViewType``, a ``StructType`` or ``TEAM``; ``None`` for a
+call that returns nothing). Locations and the user's spelling of an access are left out of equality, so two
 accesses written alike compare equal wherever they are. Implicit conversions are ``Cast`` nodes,
 placed where the C++ converts; ``int(x)``, ``float(x)``, ``bool(x)`` are ``Cast`` nodes marked explicit.
 
@@ -52,6 +52,26 @@ class TeamType:
 
 
 TEAM = TeamType()
+
+
+@dataclass(frozen=True)
+class StructType:
+    """A ``@pk.classtype`` value: a struct of scalar ``fields``, (name, DType) in declaration order.
+
+    Values are copied where C++ copies structs (assignment, return); helpers and methods take them by
+    reference, as Python passes objects. The lowering accepts only programs where the two agree (see
+    ``kfuse.ir.lower``), so a StructType value is never shared between two names of one function.
+    """
+
+    name: str
+    fields: tuple
+
+    def field(self, name: str):
+        """The DType of field ``name``, or None."""
+        return dict(self.fields).get(name)
+
+    def __str__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -173,6 +193,25 @@ class Atomic(Node):
 
 
 @dataclass(frozen=True)
+class New(Node):
+    """``Cls(args)``: a new classtype value, zero-filled, then ``Kernel.helpers[init]`` (its ``__init__``)
+    run on it with ``args``."""
+
+    init: int
+    args: tuple
+    type: StructType
+
+
+@dataclass(frozen=True)
+class Field(Node):
+    """``value.name``: a field of a classtype value."""
+
+    value: object
+    name: str
+    type: DType
+
+
+@dataclass(frozen=True)
 class TeamQuery(Node):
     team: str
     what: str  # league_rank | team_rank | team_size | league_size
@@ -210,6 +249,18 @@ class Accumulate(Node):
     name: str
     type: DType
     value: object
+    op: str | None = None
+
+
+@dataclass(frozen=True)
+class SetField(Node):
+    """``target.name = value`` (``op``: ``op=``) on the classtype local or parameter ``target``, the value
+    converted to the field's ``type``."""
+
+    target: str
+    name: str
+    value: object
+    type: DType
     op: str | None = None
 
 
@@ -293,7 +344,7 @@ class Lambda(Node):
 
     name: str
     params: tuple  # (name, type)
-    locals: tuple  # (name, DType), hoisted
+    locals: tuple  # (name, DType or StructType), hoisted
     body: tuple
     first_helpers: tuple = field(default=(), compare=False)
 
@@ -301,7 +352,8 @@ class Lambda(Node):
 # --- functions -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Function(Node):
-    """A ``@pk.function`` specialised on its argument types; ``ret`` None returns nothing."""
+    """A ``@pk.function`` specialised on its argument types; ``ret`` None returns nothing. ``struct``: the
+    classtype whose method (``__init__`` included) this is; its first parameter is ``self``."""
 
     name: str
     params: tuple  # (name, type)
@@ -309,6 +361,7 @@ class Function(Node):
     locals: tuple
     body: tuple
     first_helpers: tuple = field(default=(), compare=False)
+    struct: StructType | None = None
 
 
 @dataclass(frozen=True)
@@ -317,7 +370,7 @@ class Kernel(Node):
 
     ``threads``: the thread indices (or the team handle); ``accs``: reduction/scan accumulators;
     ``flags``: the scan's last_pass; ``params``: user parameters; all (name, type). ``locals``: hoisted
-    locals, (name, DType); ``helpers``: the Functions its HelperCalls index, in the order their
+    locals, (name, DType or StructType); ``helpers``: the Functions its HelperCalls index, in the order their
     bodies were lowered; ``first_helpers`` (also of Function and Lambda): the helper instances typing
     the body's locals called first, before any of its statements.
     """
@@ -341,3 +394,18 @@ class Kernel(Node):
     @property
     def scalars(self) -> dict:
         return {n: t for n, t in self.params if isinstance(t, DType)}
+
+    @property
+    def structs(self) -> tuple:
+        """The classtypes whose values the kernel holds, in the order they first appear (locals, nested defs'
+        locals, then its helpers' parameters, locals and results)."""
+        declared = [t for _, t in self.locals]
+        pending = list(self.body)
+        while pending:
+            s = pending.pop(0)
+            if isinstance(s, Lambda):
+                declared += [t for _, t in s.locals]
+            pending += [inner for name in ("body", "orelse") for inner in getattr(s, name, ())]
+        for fn in self.helpers:
+            declared += [t for _, t in fn.params + fn.locals] + [fn.ret]
+        return tuple(dict.fromkeys(t for t in declared if isinstance(t, StructType)))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 
 from .. import types as kt
+from ..errors import KernelTypeError
 from ..types import DType, promote
-from .nodes import ViewType
+from .nodes import StructType, ViewType
 
 F64, I64, BOOL = DType.float64, DType.int64, DType.bool
 
@@ -54,6 +55,11 @@ def annotation_dtype(value) -> DType | None:
         return kt.dtype_of(value)
     except TypeError:
         return None
+
+
+def annotation_type(value):
+    """The value type a resolved annotation names: a scalar DType or a classtype's StructType (else None)."""
+    return value if isinstance(value, StructType) else annotation_dtype(value)
 
 
 def join(a: DType, b: DType) -> DType:
@@ -152,22 +158,32 @@ def atomic_type(name: str, element: DType) -> DType | None:
 
 def helper_params(name: str, src, arg_types: tuple, node, caller) -> list:
     """(name, type) of helper ``name``'s parameters called with ``arg_types``: a scalar parameter takes the
-    type it is annotated with (Views keep theirs)."""
+    type it is annotated with (Views keep theirs); a classtype value goes only where that classtype (or no
+    annotation) is declared."""
     params = src.tree.args.args
     if len(params) != len(arg_types):
         raise caller.error(f"helper '{name}' takes {len(params)} arguments, {len(arg_types)} given", node)
     typed = []
     for a, t in zip(params, arg_types):
-        want = annotation_dtype(src.annotations.get(a.arg))
+        want = annotation_type(src.annotations.get(a.arg))
+        if (isinstance(want, StructType) or isinstance(t, StructType)) and want not in (None, t):
+            raise caller.error(f"'{name}' parameter '{a.arg}' is declared {want.name}, but is given a "
+                               f"{type_name(t)}", node, cls=KernelTypeError)
         typed.append((a.arg, want if want is not None and not isinstance(t, ViewType) else t))
     return typed
 
 
-def helper_return(src, return_types: list) -> DType | None:
-    """A helper's return type: its annotation, else the promoted type of the values it returns."""
-    ret = annotation_dtype(src.annotations.get("return"))
-    if ret is None and return_types:
-        ret = promote_all(return_types)
+def type_name(t) -> str:
+    """A type as messages name it (``float64``, ``Particle``, ``View1D[float64]``)."""
+    return t.name if isinstance(t, (DType, StructType)) else str(t)
+
+
+def helper_return(src, return_types: list):
+    """A helper's return type: its annotation, else the promoted type of the values it returns (a classtype
+    returns that classtype)."""
+    ret = annotation_type(src.annotations.get("return"))
+    if ret is None and return_types:  # the lowering made every return a scalar, or all one classtype
+        ret = return_types[0] if isinstance(return_types[0], StructType) else promote_all(return_types)
     return ret
 
 
@@ -209,10 +225,10 @@ def infer_locals(stmts, known, type_of, fail) -> tuple[dict, set]:
                 lambdas[stmt.name] = stmt
                 continue
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                dtype = annotation_dtype(stmt.annotation.value)
+                dtype = annotation_type(stmt.annotation.value)
                 if dtype is None:
                     raise fail.unsupported(f"local annotation {stmt.annotation.value!r}", stmt,
-                                           "annotate locals with int, float, bool or pk.<dtype>")
+                                           "annotate locals with int, float, bool, pk.<dtype> or a @pk.classtype")
                 fixed[stmt.target.id] = dtype
             elif isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
@@ -246,9 +262,12 @@ def infer_locals(stmts, known, type_of, fail) -> tuple[dict, set]:
                 continue
             if t is None:
                 raise fail.type_error(f"'{ast.unparse(value)}' has no value to assign to '{name}'", value)
-            if not isinstance(t, DType):
+            if not isinstance(t, (DType, StructType)):
                 raise fail.unsupported(f"assigning a View or team handle to local '{name}'", value,
                                        "index the View directly where it is used")
+            old = types.get(name, t)
+            if old != t and (isinstance(t, StructType) or isinstance(old, StructType)):
+                raise fail.type_error(f"local '{name}' is assigned a {type_name(old)} and a {type_name(t)}", value)
             new = t if name not in types or name in loop_only else join(types[name], t)
             if types.get(name) != new:
                 types[name] = new

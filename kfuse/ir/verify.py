@@ -2,14 +2,15 @@
 
 Every name is declared before use (parameters, hoisted locals, loop variables inside their loop), every
 node's type is what the typing rules give its operands, indices are integers, one per dimension of the
-View, stores go to View parameters, helper calls name an existing instance with matching arguments.
+View, stores go to View parameters, helper calls name an existing instance with matching arguments, classtype
+fields exist with their declared types and classtype values are assigned only new values.
 """
 from __future__ import annotations
 
 from ..types import DType
 from . import nodes as ir
 from . import typing as rules
-from .nodes import TEAM, ViewType
+from .nodes import TEAM, StructType, ViewType
 
 
 class VerifyError(AssertionError):
@@ -20,9 +21,13 @@ def verify(kernel: ir.Kernel) -> None:
     scope = dict(kernel.threads + kernel.accs + kernel.flags + kernel.params + kernel.locals)
     names = [n for n, _ in kernel.threads + kernel.accs + kernel.flags + kernel.params + kernel.locals]
     _check(len(set(names)) == len(names), f"kernel {kernel.name}: a name is declared twice in {names}")
+    _check(not any(isinstance(t, StructType) for _, t in kernel.params),
+           f"kernel {kernel.name}: a classtype value is a kernel parameter")
     checker = _Checker(kernel)
     checker.block(kernel.body, scope, function=None)
     for fn in kernel.helpers:
+        _check(fn.struct is None or fn.params[:1] and fn.params[0][1] == fn.struct,
+               f"method {fn.name}: its first parameter is not a {fn.struct}")
         checker.block(fn.body, dict(fn.params + fn.locals), function=fn)
 
 
@@ -47,6 +52,16 @@ class _Checker:
             value = self.expr(s.value, scope)
             if s.op is None:
                 _check(value == s.type, f"{where}: assigns a {value} to '{s.name}' of type {s.type}")
+            if isinstance(s.type, StructType):
+                _check(s.op is None and isinstance(s.value, (ir.New, ir.HelperCall)),
+                       f"{where}: classtype '{s.name}' is assigned a value that is not new")
+        elif isinstance(s, ir.SetField):
+            struct = scope.get(s.target)
+            _check(isinstance(struct, StructType) and struct.field(s.name) == s.type,
+                   f"{where}: '{s.target}' has no field '{s.name}' of type {s.type}")
+            value = self.expr(s.value, scope)
+            _check(isinstance(value, DType) and (s.op is not None or value == s.type),
+                   f"{where}: sets field '{s.name}' of type {s.type} to a {value}")
         elif isinstance(s, ir.Store):
             view = scope.get(s.view)
             _check(isinstance(view, ViewType), f"{where}: stores to '{s.view}', which is not a View")
@@ -84,13 +99,20 @@ class _Checker:
             if s.value is not None:
                 t = self.expr(s.value, scope)
                 _check(function is not None and function.ret is not None, f"{where}: returns a value")
-                _check(isinstance(t, DType), f"{where}: returns a {t}")
+                _check(isinstance(t, DType) or t == function.ret, f"{where}: returns a {t}")
 
     def indices(self, indices, view: ViewType, scope: dict, where: str) -> None:
         _check(len(indices) == view.ndim, f"{where}: {len(indices)} indices for a {view.ndim}-D View")
         for i in indices:
             t = self.expr(i, scope)
             _check(isinstance(t, DType) and not t.is_float, f"{where}: index of type {t}")
+
+    def arguments(self, args, params, scope: dict, where: str) -> None:
+        """A classtype argument goes to a parameter of its own classtype, anything else to a non-classtype."""
+        for a, (name, t) in zip(args, params):
+            value = self.expr(a, scope)
+            _check(value == t or not isinstance(value, StructType) and not isinstance(t, StructType),
+                   f"{where}: passes a {value} to parameter '{name}' of type {t}")
 
     def expr(self, e, scope: dict):
         """Check ``e`` and return its type."""
@@ -142,8 +164,17 @@ class _Checker:
             fn = self.kernel.helpers[e.instance]
             _check(fn.name == e.name and len(fn.params) == len(e.args) and fn.ret == e.type,
                    f"{where}: does not match helper {fn.name}")
-            for a in e.args:
-                self.expr(a, scope)
+            self.arguments(e.args, fn.params, scope, where)
+        elif isinstance(e, ir.New):
+            _check(0 <= e.init < len(self.kernel.helpers), f"{where}: no helper instance {e.init}")
+            fn = self.kernel.helpers[e.init]
+            _check(fn.struct == e.type and fn.ret is None and len(fn.params) == len(e.args) + 1
+                   and fn.params[0][1] == e.type, f"{where}: {fn.name} is not an __init__ of {e.type}")
+            self.arguments(e.args, fn.params[1:], scope, where)
+        elif isinstance(e, ir.Field):
+            struct = self.expr(e.value, scope)
+            _check(isinstance(struct, StructType) and struct.field(e.name) == e.type,
+                   f"{where}: no field '{e.name}' of type {e.type} in {struct}")
         elif isinstance(e, ir.TeamQuery):
             _check(scope.get(e.team) == TEAM, f"{where}: '{e.team}' is not the team")
         elif isinstance(e, ir.Nested):

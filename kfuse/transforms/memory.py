@@ -55,9 +55,10 @@ class _Eliminator:
 
     @staticmethod
     def _trackable(node) -> bool:
-        """The index names only values that memory writes cannot change (see ``_load_indices``)."""
+        """The index names only values that memory writes cannot change (see ``_load_indices``), and no
+        classtype field (a call may change it without assigning a name)."""
         _, idx = flatten_subscript(node)
-        return not any(isinstance(n, (ast.Subscript, ast.Call)) for i in idx for n in ast.walk(i))
+        return not any(isinstance(n, (ast.Subscript, ast.Call, ast.Attribute)) for i in idx for n in ast.walk(i))
 
     def _load_indices(self, node, avail: dict, pre: list, read_classes: set):
         """Replace the always-evaluated reads inside an element's indices by locals, innermost level first.
@@ -153,6 +154,11 @@ class _Eliminator:
                 avail.clear()
                 stores.clear()
                 continue
+            if self._touches_memory(stmt):  # the call may read or write the Views handed to it in between
+                avail.clear()               # any two reads of the statement: nothing is reused nor hoisted
+                stores.clear()
+                out.append(stmt)
+                continue
             if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript) \
                     and self._key(stmt.target) is not None:
                 load = copy.deepcopy(stmt.target)
@@ -195,9 +201,6 @@ class _Eliminator:
                 del avail[k]
             for k in [k for k in stores if k[0] in written]:
                 del stores[k]
-            if side_effects and self._touches_memory(stmt):
-                avail.clear()
-                stores.clear()
             changed = assigned_names([stmt])
             for k in [k for k, (_, names) in avail.items() if names & changed]:
                 del avail[k]
@@ -229,14 +232,13 @@ class _Eliminator:
             del stores[k]
 
     def _touches_memory(self, stmt) -> bool:
-        """Atomics and helper calls may write any array handed to them."""
+        """Atomics, and helpers (classtype constructors and methods too), may write any array handed to them."""
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr.startswith("atomic_"):
                     return True
-                if isinstance(func, ast.Name) and any(isinstance(a, ast.Name) and a.id in self.classes
-                                                      for a in node.args):
+                if any(isinstance(a, ast.Name) and a.id in self.classes for a in node.args):
                     return True
         return False
 
