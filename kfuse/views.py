@@ -217,6 +217,14 @@ class View:
             raise IndexError("subview needs slices that keep at least one dimension")
         return View.wrap(sub, self.trait)
 
+    def __copy__(self) -> "View":
+        """Copying a View gives the View itself, as in PyKokkos (whose programs deep-copy objects holding Views
+        and expect the copies to share them); ``view.copy()`` or ``pk.deep_copy`` copy the elements."""
+        return self
+
+    def __deepcopy__(self, memo) -> "View":
+        return self
+
     def resize(self, dimension: int, size: int) -> None:
         """PyKokkos's ``view.resize(dim, n)``: new memory (same dtype and layout) with extent ``n`` in ``dim``,
         keeping the elements both shapes have; new ones are zero. Pending calls on this View run first: a

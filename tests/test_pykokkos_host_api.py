@@ -654,3 +654,17 @@ def test_compiled_atomic_view_counts_and_plain_store_is_refused():
     assert count[0] == 1000
     with pytest.raises(ArgumentError, match="pk.Atomic trait"):
         pk.parallel_for(3000, plain_count, count=count)
+
+
+def test_copying_an_object_shares_its_views_as_in_pykokkos():
+    import copy
+
+    class Holder:
+        def __init__(self):
+            self.x = pk.View([2, 3], pk.double)
+
+    original = Holder()
+    clone = copy.deepcopy(original)
+    assert clone.x is original.x and copy.copy(original.x) is original.x
+    clone.x.resize(0, 4)  # ExaMiniMD grows a deep-copied System's Views and reads them through the original
+    assert original.x.shape == (4, 3)
