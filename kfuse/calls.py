@@ -25,7 +25,7 @@ from .future import Future
 from .ir.nodes import StructType
 from .ir.typing import annotation_dtype
 from .types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
-from .views import DeviceView, View, check_atomic_writes, view_argument
+from .views import DeviceView, Trait, View, ViewTypeInfo, view_argument
 
 
 @dataclass(eq=False)
@@ -156,7 +156,9 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
             if annotation.dtype and annotation.dtype != value.dtype:
                 raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects {annotation.dtype!r} "
                                     f"elements, got {value.dtype!r}")
-        return ArgType("view", value.dtype, value.ndim, value.layout)
+        declared = wu.options.get(name)
+        atomic = value.trait is Trait.Atomic or isinstance(declared, ViewTypeInfo) and declared.trait is Trait.Atomic
+        return ArgType("view", value.dtype, value.ndim, value.layout, atomic)
     if isinstance(annotation, _ViewAnnotation):
         raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects a View, got "
                             f"{type(value).__name__ if value is not None else 'a Future'}")
@@ -413,9 +415,7 @@ def _specialize(wu: Workunit, op: str, policy, space, params, values, backend) -
     backend.check_space(space.value, wu.__name__)
     # Type-check now (milliseconds, no compiler): an unsupported construct or a type error is reported at
     # this call even when fusion delays the kernel, and its read/write sets are then known to be right.
-    prepared = Prepared(wu, src, spec, wu.__name__, backend, backend.translate(src, spec, wu.__name__))
-    check_atomic_writes(prepared, values)
-    return prepared
+    return Prepared(wu, src, spec, wu.__name__, backend, backend.translate(src, spec, wu.__name__))
 
 
 def serial_twin(prepared: Prepared) -> Prepared:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import context, escape
 from .escape import byte_bounds as _byte_bounds
-from .errors import ArgumentError, public_error
+from .errors import public_error
 from .spaces import MemorySpace
 from .types import DType, dtype_of
 
@@ -48,8 +48,7 @@ def _sliced(index) -> bool:
 
 
 def _sig(view) -> tuple:
-    """A View's ``sig``: an Atomic View gets its own specialisations, where the calls are checked
-    (:func:`check_atomic_writes`)."""
+    """A View's ``sig``: an Atomic View gets its own specialisations (their stores are atomic)."""
     base = (view.dtype, view.ndim, view.layout)
     return base + (Trait.Atomic,) if view.trait is Trait.Atomic else base
 
@@ -89,33 +88,14 @@ class Layout(enum.Enum):
 class Trait(enum.Enum):
     """PyKokkos's memory traits (``pk.View(..., trait=pk.Atomic)``, ``pk.ViewTypeInfo(trait=...)``). Unmanaged,
     RandomAccess and Restrict only tune Kokkos's access code, so they are accepted and change nothing here.
-    Atomic makes every access of the View atomic in Kokkos; kfuse's kernels do not do that yet, so a kernel
-    that writes an Atomic View with a plain store is refused (:func:`check_atomic_writes`)."""
+    Atomic (on the View, or declared by ViewTypeInfo for the parameter or field) makes kernels update the View's
+    elements atomically (kfuse/ir/lower.py ``_atomic_form``)."""
 
     TraitDefault = "TraitDefault"
     Atomic = "Atomic"
     Unmanaged = "Unmanaged"
     RandomAccess = "RandomAccess"
     Restrict = "Restrict"
-
-
-def check_atomic_writes(prepared, values) -> None:
-    """Refuse a specialisation (kfuse/calls.py) that writes an Atomic View with plain stores. Kokkos makes every
-    access of such a View atomic; kfuse's kernels do not, so concurrent threads would lose updates. Reads and
-    ``pk.atomic_*`` updates are fine. A View handed to a ``@pk.function`` helper counts as written: the
-    helper's accesses are not visible here."""
-    for (name, _), value in zip(prepared.spec.params, values):
-        if not (isinstance(value, View) and value.trait is Trait.Atomic):
-            continue
-        plain = [a for a in prepared.access[name].accesses if a.kind in ("write", "update", "opaque")]
-        if plain:
-            how = ("passes it to a @pk.function helper, whose writes kfuse cannot check" if plain[0].kind == "opaque"
-                   else f"writes it with a plain store ({plain[0].text})")
-            raise ArgumentError(
-                f"workunit '{prepared.name}': parameter '{name}' is a View with the pk.Atomic trait, and the kernel "
-                f"{how} at {plain[0].loc}. Kokkos would make that access atomic; kfuse does not honour the trait "
-                f"yet, so threads would race. Update it with pk.atomic_* (pk.atomic_add({name}, [i], value), "
-                "pk.atomic_fetch_add, ...), or make the View without trait=pk.Atomic")
 
 
 class ViewTypeInfo:

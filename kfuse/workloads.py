@@ -23,12 +23,13 @@ _ROLE = "_kfuse_role"
 
 def _class_decorator(kind: str):
     def decorate(cls=None, **view_types):
-        """``@pk.workload``/``@pk.functor``, or with ``(field=pk.ViewTypeInfo(...), ...)``: the declared View
-        types are accepted and not needed, as kfuse takes each View's layout and space from the View itself."""
+        """``@pk.workload``/``@pk.functor``, or with ``(field=pk.ViewTypeInfo(...), ...)``: kfuse takes each View's
+        layout and space from the View itself, and a declared Atomic trait makes the field's kernel updates atomic."""
         if cls is None:
             return lambda c: decorate(c, **view_types)
         if not isinstance(cls, type):
             raise ArgumentError(f"@pk.{kind} decorates a class, got {cls!r}")
+        cls._kfuse_view_types = view_types
         return cls
 
     decorate.__name__ = kind

@@ -28,7 +28,8 @@ class MethodKernel(Workunit):
     """A method workunit rewritten for one class: a standalone workunit with a parameter per field it uses."""
 
     def __init__(self, method: Workunit, cls: type, parsed: ParsedFunction, fields: dict):
-        super().__init__(method.fn, method.options)
+        declared = getattr(cls, "_kfuse_view_types", {})  # @pk.workload(field=pk.ViewTypeInfo(...))
+        super().__init__(method.fn, {**method.options, **{p: declared[f] for p, f in fields.items() if f in declared}})
         self.__name__ = method.__name__
         self.__dict__["parsed"] = parsed  # the rewritten function, instead of parsing fn
         self.cls = cls

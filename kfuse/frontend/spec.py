@@ -18,6 +18,7 @@ class ArgType:
     dtype: DType
     ndim: int = 0
     layout: str = ""  # "right" (C-contiguous) | "stride"
+    atomic: bool = False  # a View with PyKokkos's Atomic trait: the kernel updates its elements atomically
 
     @property
     def is_view(self) -> bool:
@@ -25,20 +26,24 @@ class ArgType:
 
     def __str__(self) -> str:
         if self.is_view:
-            return f"View{self.ndim}D[{self.dtype.name}{', strided' if self.layout == 'stride' else ''}]"
+            traits = (", strided" if self.layout == "stride" else "") + (", atomic" if self.atomic else "")
+            return f"View{self.ndim}D[{self.dtype.name}{traits}]"
         return self.dtype.name
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "dtype": self.dtype.name, "ndim": self.ndim, "layout": self.layout}
+        data = {"kind": self.kind, "dtype": self.dtype.name, "ndim": self.ndim, "layout": self.layout}
+        return {**data, "atomic": True} if self.atomic else data
 
     @classmethod
     def from_json(cls, data) -> ArgType:
         """Inverse of ``to_json``; ValueError for anything else (cache files are checked, never trusted)."""
-        _expect(isinstance(data, dict) and sorted(data) == ["dtype", "kind", "layout", "ndim"]
+        keys = ["dtype", "kind", "layout", "ndim"]
+        _expect(isinstance(data, dict) and sorted(k for k in data if k != "atomic") == keys
+                and data.get("atomic", False) in (True, False) and len(data) - len(keys) in (0, 1)
                 and data["kind"] in ("view", "scalar") and data["dtype"] in DType.__members__
                 and type(data["ndim"]) is int and data["ndim"] >= 0 and data["layout"] in ("", "right", "stride"),
                 "an argument type", data)
-        return cls(data["kind"], DType[data["dtype"]], data["ndim"], data["layout"])
+        return cls(data["kind"], DType[data["dtype"]], data["ndim"], data["layout"], data.get("atomic", False) is True)
 
 
 @dataclass(frozen=True)

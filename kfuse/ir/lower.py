@@ -36,7 +36,7 @@ _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
 def value_type(arg_type):
     """The IR type of a kernel argument's ``ArgType`` (a View) or DType (a scalar)."""
     if getattr(arg_type, "is_view", False):
-        return ViewType(arg_type.dtype, arg_type.ndim, arg_type.layout)
+        return ViewType(arg_type.dtype, arg_type.ndim, arg_type.layout, arg_type.atomic)
     return getattr(arg_type, "dtype", arg_type)
 
 
@@ -81,6 +81,40 @@ def lower(source, spec) -> ir.Kernel:
     return ir.Kernel(source.name, spec.op, spec.policy, threads, accs, flags, params, locals_, stmts,
                      tuple(helpers.functions), tuple(body.first_helpers),
                      loc=Loc(source.filename, source.tree.lineno))
+
+
+_ATOMIC_UPDATES = {ast.Add: "atomic_add", ast.Sub: "atomic_sub", ast.Mult: "atomic_mul", ast.Div: "atomic_div",
+                   ast.Mod: "atomic_mod", ast.BitAnd: "atomic_and", ast.BitOr: "atomic_or", ast.BitXor: "atomic_xor",
+                   ast.LShift: "atomic_lshift", ast.RShift: "atomic_rshift"}
+
+
+def _atomic_call(func: str, view: str, indices: list, value, where: dict) -> ast.Call:
+    return ast.Call(func=ast.Attribute(value=ast.Name(id="pk", ctx=ast.Load(), **where), attr=func, ctx=ast.Load(),
+                                       **where),
+                    args=[ast.Name(id=view, ctx=ast.Load(), **where),
+                          ast.List(elts=[copy.deepcopy(i) for i in indices], ctx=ast.Load(), **where),
+                          copy.deepcopy(value)], keywords=[], **where)
+
+
+def _increment(value, view: str, indices: list):
+    """(atomic fetch function, amount, operator giving the new value) when ``value`` is ``view[indices] + x``,
+    ``x + view[indices]`` or ``view[indices] - x``; None otherwise."""
+    if not isinstance(value, ast.BinOp) or not isinstance(value.op, (ast.Add, ast.Sub)):
+        return None
+
+    def same(node) -> bool:
+        if not isinstance(node, ast.Subscript):
+            return False
+        base, idx = flatten_subscript(node)
+        return isinstance(base, ast.Name) and base.id == view and [ast.dump(i) for i in idx] == \
+            [ast.dump(i) for i in indices]
+
+    if same(value.left):
+        return ("atomic_fetch_add", value.right, ast.Add) if isinstance(value.op, ast.Add) else \
+            ("atomic_fetch_sub", value.right, ast.Sub)
+    if isinstance(value.op, ast.Add) and same(value.right):
+        return "atomic_fetch_add", value.left, ast.Add
+    return None
 
 
 def _assignable(tree: ast.FunctionDef, scalars: list) -> ast.FunctionDef:
@@ -374,6 +408,9 @@ class _Lowerer:
         return cls(what, t, value, op, loc=self.loc(node))
 
     def stmt_Assign(self, node):
+        atomic = self._atomic_form(node)
+        if atomic is not None:
+            return getattr(self, "stmt_" + type(atomic).__name__)(atomic)
         value = self.expr(node.value)
         out = []
         if isinstance(value.type, StructType):
@@ -393,6 +430,9 @@ class _Lowerer:
                                            col_offset=node.col_offset))
 
     def stmt_AugAssign(self, node):
+        atomic = self._atomic_form(node)
+        if atomic is not None:
+            return getattr(self, "stmt_" + type(atomic).__name__)(atomic)
         t = self._target(node.target)[3]
         op = rules.BINOPS.get(type(node.op))
         if op in ("+", "-", "*", "&", "|", "^"):
@@ -400,6 +440,47 @@ class _Lowerer:
         current = self._current(node.target)
         return [self._assign(node.target, _convert(self.binop(node.op, current, self.expr(node.value), node), t),
                              node)]
+
+    def _atomic_form(self, node):
+        """The statement that writes a View with PyKokkos's Atomic trait as Kokkos would make it atomic, or None.
+
+        ``v[i] op= x`` is ``pk.atomic_<op>``; ``v[i] = v[i] + x`` (or ``- x``), the read-modify-write an Atomic
+        View is declared for, is one atomic fetch-add whose other targets (``n = v[i] = v[i] + 1``) get the new
+        value: what its author means, where Kokkos's separate atomic load and store would let threads race;
+        any other store is an atomic exchange."""
+        targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets
+        atomic = [t for t in targets if isinstance(t, ast.Subscript) and self._atomic_view(t)]
+        if not atomic:
+            return None
+        if len(atomic) > 1:
+            raise self.unsupported("storing into two elements of Atomic Views in one statement", node)
+        target = atomic[0]
+        view, indices = flatten_subscript(target)
+        where = dict(lineno=node.lineno, col_offset=node.col_offset)
+        if isinstance(node, ast.AugAssign):
+            func = _ATOMIC_UPDATES.get(type(node.op))
+            if func is None:
+                raise self.unsupported(f"'{ast.unparse(node)}' on an Atomic View (no atomic form)", node)
+            return ast.Expr(value=_atomic_call(func, view.id, indices, node.value, where), **where)
+        others = [t for t in targets if t is not target]
+        step = _increment(node.value, view.id, indices)
+        if step is None:
+            call = _atomic_call("atomic_exchange", view.id, indices, node.value, where)
+            if others:
+                raise self.unsupported(f"'{ast.unparse(node)}': a store into an Atomic View that is also assigned "
+                                       "to other names", node, "assign them in their own statements")
+            return ast.Expr(value=call, **where)
+        func, amount, sign = step
+        call = _atomic_call(func, view.id, indices, amount, where)
+        if not others:
+            return ast.Expr(value=call, **where)
+        new_value = ast.BinOp(left=call, op=sign(), right=copy.deepcopy(amount), **where)
+        return ast.Assign(targets=others, value=new_value, **where)
+
+    def _atomic_view(self, target) -> bool:
+        view, _ = flatten_subscript(target)
+        sym = self.scope.get(view.id) if isinstance(view, ast.Name) else None
+        return sym is not None and isinstance(sym[1], ViewType) and sym[1].atomic
 
     def _current(self, target):
         if isinstance(target, ast.Name):

@@ -38,9 +38,11 @@ class ViewType:
     dtype: DType
     ndim: int
     layout: str = "right"  # "right" (C-contiguous) | "stride"
+    atomic: bool = False  # PyKokkos's Atomic trait: stores and updates of its elements are lowered to atomics
 
     def __str__(self) -> str:
-        return f"View{self.ndim}D[{self.dtype.name}{', strided' if self.layout == 'stride' else ''}]"
+        traits = (", strided" if self.layout == "stride" else "") + (", atomic" if self.atomic else "")
+        return f"View{self.ndim}D[{self.dtype.name}{traits}]"
 
 
 @dataclass(frozen=True)
