@@ -12,20 +12,22 @@ from .runtime import kokkos_runtime as _kokkos_runtime
 
 from .errors import (ArgumentError, CompileError, DeferredError, KernelTypeError, KfuseError, LaunchError,
                      SourceError, UnsupportedSyntaxError)
-from .errors import InternalError, KernelFault, KernelIndexError, KernelZeroDivisionError
+from .errors import InternalError, KernelFault, KernelIndexError, KernelScratchError, KernelZeroDivisionError
 from .errors import user_facing as _user_facing
 from .frontend.workunit import classtype, function, workunit
 from .kernel_api import *  # noqa: F401,F403 - math, atomics, printf for kernels
 from .kernel_api import pow  # noqa: A004
-from .policies import (AUTO, Iterate, MDRangePolicy, RangePolicy, Rank, TeamPolicy, TeamThreadRange,
-                       TeamVectorRange, ThreadVectorRange)
+from .policies import (AUTO, Iterate, MDRangePolicy, PerTeam, PerThread, RangePolicy, Rank, TeamPolicy,
+                       TeamThreadMDRange, TeamThreadRange, TeamVectorMDRange, TeamVectorRange, ThreadVectorMDRange,
+                       ThreadVectorRange)
 from .binsort import BinOp, BinOp1D, BinOp3D, BinSort
 from .dispatch import parallel_for, parallel_reduce, parallel_scan
 from .counters import reset as reset_stats
 from .spaces import ExecutionSpace, MemorySpace, get_default_space, set_default_space
 from .future import Future, value
-from .types import (Acc, DataType, DataTypeClass, DType, TeamMember, View1D, View2D, View3D, bool_, double, float32,
-                    float64, int8, int16, int32, int64, real, uint8, uint16, uint32, uint64)
+from .types import (Acc, DataType, DataTypeClass, DType, ScratchView1D, ScratchView2D, ScratchView3D, ScratchView4D,
+                    ScratchView5D, ScratchView6D, ScratchView7D, ScratchView8D, TeamMember, View1D, View2D, View3D,
+                    bool_, double, float32, float64, int8, int16, int32, int64, real, uint8, uint16, uint32, uint64)
 from .views import Layout, Trait, View, ViewTypeInfo, array, asarray, create_mirror_view, deep_copy, from_numpy
 from .workloads import callback, execute, functor, main, workload
 

@@ -23,6 +23,7 @@ from .frontend.workunit import BoundWorkunit, Workunit, is_classtype
 from .policies import MDRangePolicy, RangePolicy, TeamPolicy, normalize as normalize_policy
 from .future import Future
 from .ir.nodes import StructType
+from .ir.lower import scratch_declarations
 from .ir.typing import annotation_dtype
 from .types import DType, TeamMember, _AccAnnotation, _ViewAnnotation, dtype_of
 from .views import DeviceView, Trait, View, ViewTypeInfo, view_argument
@@ -272,11 +273,12 @@ class _Binding:
     call can be launched at once (no Future arguments).
     """
 
-    __slots__ = ("sigs", "prepared", "convert", "identity", "deferred", "direct")
+    __slots__ = ("sigs", "prepared", "convert", "identity", "deferred", "direct", "scratch")
 
     def __init__(self, sigs: list, prepared: Prepared, values: list):
         self.sigs = sigs
         self.prepared = prepared
+        self.scratch = scratch_declarations(prepared.source)  # the ScratchViews: each call's policy must size them
         self.convert = tuple(_converter(t, v) for (_, t), v in zip(prepared.spec.params, values))
         self.identity = all(c is None for c in self.convert)
         self.deferred = any(isinstance(v, Future) for v in values)  # same positions for every call of these sigs
@@ -374,6 +376,8 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     sigs = [v.sig if type(v) is View else type(v) if type(v) in _PASS else _sig(v) for v in values]
     for binding in plan.bindings:
         if binding.sigs == sigs:
+            if binding.scratch:
+                _check_scratch(wu, binding, policy)
             return binding, policy, values
     key = (op, type(policy), policy.rank, space, backend, *sigs)  # the backend instance: its kernels are its own
     prepared = wu.specializations.get(key)
@@ -382,6 +386,8 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
         wu.specializations[key] = prepared
     binding = _Binding(sigs, prepared, values)
     plan.bindings.append(binding)
+    if binding.scratch:
+        _check_scratch(wu, binding, policy)
     return binding, policy, values
 
 
@@ -394,6 +400,22 @@ def _with_fields(kernel, obj, kwargs: dict) -> dict:
                                 "field, passed from the object)")
     fields.update(kwargs)
     return fields
+
+
+def _check_scratch(wu: Workunit, binding: _Binding, policy) -> None:
+    """Every level a workunit's ScratchViews take memory from must be given some by its TeamPolicy (a View that
+    does not fit what is given is a fault of the launch: its size may depend on the arguments)."""
+    if not isinstance(policy, TeamPolicy):
+        return
+    for decl in binding.scratch:
+        if not any(policy.scratch[decl.level]):
+            where = f"{binding.prepared.source.filename}:{decl.node.lineno}"
+            per = "PerThread" if decl.per_thread else "PerTeam"
+            kind = f"pk.ScratchView{decl.type.ndim}D[pk.{decl.type.dtype.name}]"
+            raise ArgumentError(f"workunit '{wu.__name__}' ({where}): ScratchView '{decl.name}' takes level-{decl.level} "
+                                f"scratch memory, which its TeamPolicy does not set; launch it with "
+                                f"policy.set_scratch_size({decl.level}, pk.{per}(bytes)), bytes from "
+                                f"{kind}.shmem_size(...) of each such View")
 
 
 def _specialize(wu: Workunit, op: str, policy, space, params, values, backend) -> Prepared:

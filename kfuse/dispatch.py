@@ -16,7 +16,7 @@ from .frontend import lambdas
 from .frontend.lambdas import is_lambda
 from .frontend.workunit import BoundWorkunit, Workunit
 from .pipeline import execute, kernel_of
-from .policies import TeamThreadRange, normalize as normalize_policy
+from .policies import TeamThreadMDRange, TeamThreadRange, normalize as normalize_policy
 from .runtime.launch import policy_slots
 
 
@@ -39,7 +39,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         return _explicit_fusion(op, policy, wu, positional, kwargs)
     if is_lambda(wu):
         wu, positional, kwargs = lambdas.as_kernel(op, wu, positional, kwargs)
-    if isinstance(policy, TeamThreadRange):  # nested parallelism of a team workunit in the Debug space
+    if isinstance(policy, (TeamThreadRange, TeamThreadMDRange)):  # nested parallelism in the Debug space
         from .backends.debug import run_nested
 
         return run_nested(op, policy, wu)

@@ -221,6 +221,29 @@ class KernelIndexError(KernelFault, IndexError):
         super().__init__(reason, **where)
 
 
+class KernelScratchError(KernelFault):
+    """A ScratchView that does not fit the scratch memory its TeamPolicy sets (``set_scratch_size``), or with a
+    negative extent. ``kind``: "scratch" (``level``, ``needed`` bytes per team counting the ScratchViews before it,
+    ``available`` bytes), "scratch_extent" (``dim``, ``extent``) or "scratch_refused" (Kokkos gave it no memory)."""
+
+    def __init__(self, kind: str, view: str, dim: int, value: int, limit: int, **where):
+        self.kind = kind
+        self.view = view
+        if kind == "scratch":
+            self.level, self.needed, self.available = dim, value, limit
+            reason = (f"ScratchView '{view}' does not fit in level-{dim} scratch memory: with the ScratchViews before "
+                      f"it the team needs {value} bytes, its TeamPolicy sets {limit}; give more with "
+                      f"set_scratch_size({dim}, pk.PerTeam(...)), e.g. the sum of pk.ScratchView1D[T].shmem_size(n) "
+                      "of the team's ScratchViews")
+        elif kind == "scratch_extent":
+            self.dim, self.extent = dim, value
+            reason = f"ScratchView '{view}' got the negative extent {value} in dimension {dim}"
+        else:
+            self.level = dim
+            reason = f"Kokkos gave ScratchView '{view}' no level-{dim} scratch memory"
+        super().__init__(reason, **where)
+
+
 FAULT_FIELD_SEPARATOR = "\x1f"
 
 
@@ -232,4 +255,6 @@ def kernel_fault(record: str, kernel: str) -> KernelFault:
                  member=int(member) if int(member) >= 0 else None)
     if kind == "index":
         return KernelIndexError(view, int(dim), int(a), int(b), **where)
+    if kind.startswith("scratch"):
+        return KernelScratchError(kind, view, int(dim), int(a), int(b), **where)
     return KernelZeroDivisionError(int(a), int(b), "//" if kind == "floordiv" else "%", **where)

@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from .policies import PerTeam, PerThread
+
 sqrt, exp, log, log2, log10, log1p, expm1 = math.sqrt, math.exp, math.log, math.log2, math.log10, math.log1p, math.expm1
 sin, cos, tan, asin, acos, atan, atan2 = math.sin, math.cos, math.tan, math.asin, math.acos, math.atan, math.atan2
 sinh, cosh, tanh, asinh, acosh, atanh = math.sinh, math.cosh, math.tanh, math.asinh, math.acosh, math.atanh
@@ -115,3 +117,11 @@ def printf(fmt: str, *args) -> None:
 
 def team_barrier(member) -> None:
     member.team_barrier()
+
+
+def single(per, body) -> None:
+    """``pk.single(pk.PerTeam(team_member), body)`` / ``pk.single(pk.PerThread(team_member), body)`` in the Debug
+    space, whose teams have one thread: ``body()`` once."""
+    if type(per) not in (PerTeam, PerThread):
+        raise TypeError(f"pk.single expects pk.PerTeam(team_member) or pk.PerThread(team_member), got {per!r}")
+    body()

@@ -6,6 +6,7 @@ what the fuser compares.
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass, field
 
 from .spaces import ExecutionSpace
@@ -148,12 +149,14 @@ def _tiling(tiling, n: int) -> tuple | None:
 @dataclass(frozen=True, init=False)
 class TeamPolicy:
     """``TeamPolicy([space,] league_size, team_size[, vector_length])``; team_size may be ``pk.AUTO`` or, as in
-    PyKokkos, the string ``"auto"``."""
+    PyKokkos, the string ``"auto"``. ``scratch``: (per-team bytes, per-thread bytes) of scratch levels 0 and 1
+    (``set_scratch_size``)."""
 
     league_size: int
     team_size: int
     vector_length: int
     space: ExecutionSpace | None
+    scratch: tuple = ((0, 0), (0, 0))
 
     def __init__(self, *args, space: ExecutionSpace | None = None):
         sp, rest = _split_space(args)
@@ -164,12 +167,57 @@ class TeamPolicy:
                            _as_int(rest[1], 'TeamPolicy team_size (or pk.AUTO, "auto")'))
         object.__setattr__(self, "vector_length", _as_int(rest[2], "vector_length") if len(rest) == 3 else 1)
         object.__setattr__(self, "space", space or sp)
+        object.__setattr__(self, "scratch", ((0, 0), (0, 0)))
 
     rank = 1
 
     @property
     def bounds(self):
         return ((0, self.league_size), (self.team_size, self.vector_length))
+
+    def set_scratch_size(self, level: int, *sizes) -> TeamPolicy:
+        """Kokkos' ``set_scratch_size(level, PerTeam(bytes)[, PerThread(bytes)])``: the policy with the scratch memory
+        of ``level`` (0 or 1) set, the other sizes kept. Policies are values, so it returns a new one: launch
+        that (``pk.TeamPolicy(n, t).set_scratch_size(0, pk.PerTeam(b))``)."""
+        if level not in (0, 1) or isinstance(level, bool):
+            raise TypeError(f"set_scratch_size: the scratch level is 0 or 1, got {level!r}")
+        kinds = [type(s) for s in sizes]
+        if not 1 <= len(sizes) <= 2 or not set(kinds) <= {PerTeam, PerThread} or len(set(kinds)) < len(kinds):
+            raise TypeError("set_scratch_size expects (level, pk.PerTeam(bytes)), (level, pk.PerThread(bytes)) or "
+                            f"(level, pk.PerTeam(bytes), pk.PerThread(bytes)); got {sizes!r}")
+        team, thread = self.scratch[level]
+        for size in sizes:
+            value = size.bytes()
+            if type(size) is PerTeam:
+                team = value
+            else:
+                thread = value
+        scratch = tuple((team, thread) if lv == level else self.scratch[lv] for lv in (0, 1))
+        copy = object.__new__(TeamPolicy)
+        copy.__dict__.update(self.__dict__, scratch=scratch)
+        return copy
+
+
+@dataclass(frozen=True)
+class _Per:
+    value: object
+
+    def bytes(self) -> int:
+        """The scratch size this stands for, checked: a byte count from 0 to 2**31 - 1 (Kokkos counts in int)."""
+        size = _as_int(self.value, f"{type(self).__name__} bytes")
+        if not 0 <= size < 2 ** 31:
+            raise ValueError(f"{type(self).__name__}({size}): scratch bytes must be from 0 to 2**31 - 1")
+        return size
+
+
+class PerTeam(_Per):
+    """``pk.PerTeam(bytes)``: scratch memory per team (``set_scratch_size``); in a kernel,
+    ``pk.single(pk.PerTeam(team_member), body)`` runs ``body`` once per team."""
+
+
+class PerThread(_Per):
+    """``pk.PerThread(bytes)``: scratch memory per thread of a team; ``pk.single(pk.PerThread(team_member), body)``
+    runs ``body`` once per thread (not per vector lane)."""
 
 
 def normalize(policy) -> RangePolicy | MDRangePolicy | TeamPolicy:
@@ -201,3 +249,29 @@ class ThreadVectorRange(TeamThreadRange):
 @dataclass(frozen=True)
 class TeamVectorRange(TeamThreadRange):
     pass
+
+
+@dataclass(frozen=True, init=False)
+class TeamThreadMDRange:
+    """``TeamThreadMDRange(team_member, n0, n1, ...)`` (Kokkos 4's spelling; 2 to 8 extents): every index tuple of
+    [0, n0) x [0, n1) x ... once, split over the team's threads; the body takes one index per extent."""
+
+    member: object
+    extents: tuple
+
+    def __init__(self, member, *extents):
+        if not 2 <= len(extents) <= 8:
+            raise TypeError(f"{type(self).__name__}(team_member, n0, n1, ...) takes 2 to 8 extents, got {len(extents)}")
+        object.__setattr__(self, "member", member)
+        object.__setattr__(self, "extents", tuple(_as_int(n, f"{type(self).__name__} extent") for n in extents))
+
+    def range(self):
+        return itertools.product(*(range(n) for n in self.extents))
+
+
+class ThreadVectorMDRange(TeamThreadMDRange):
+    """``ThreadVectorMDRange(team_member, n0, n1, ...)``: the index tuples split over one thread's vector lanes."""
+
+
+class TeamVectorMDRange(TeamThreadMDRange):
+    """``TeamVectorMDRange(team_member, n0, n1, ...)``: the index tuples split over the team's threads and lanes."""

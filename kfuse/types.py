@@ -109,10 +109,40 @@ class _AccAnnotation:
         return _AccAnnotation(dtype_of(dtype))
 
 
+class _ScratchAnnotation:
+    """``pk.ScratchView2D[pk.double]``: a View in a team's scratch memory, declared at the top of a TeamPolicy
+    workunit as ``s: pk.ScratchView1D[float] = pk.ScratchView1D(team_member.team_scratch(0), n)``."""
+
+    def __init__(self, rank: int, dtype: DType | None = None):
+        self.rank = rank
+        self.dtype = dtype
+
+    def __getitem__(self, dtype) -> "_ScratchAnnotation":
+        return _ScratchAnnotation(self.rank, dtype_of(dtype))
+
+    def shmem_size(self, *extents) -> int:
+        """Kokkos' ``View::shmem_size(n0, ...)``: the scratch bytes one such View takes, an element more than
+        its elements for alignment (what to give ``set_scratch_size``)."""
+        if self.dtype is None:
+            raise TypeError(f"give the element type: pk.ScratchView{self.rank}D[pk.double].shmem_size(...)")
+        if len(extents) != self.rank or any(not isinstance(n, (int, np.integer)) or n < 0 for n in extents):
+            raise TypeError(f"{self!r}.shmem_size takes {self.rank} non-negative integer extent(s), got {extents}")
+        return (int(np.prod(extents, dtype=object)) + 1) * self.dtype.np.itemsize
+
+    def __call__(self, space, *extents):
+        """The Debug space: a View allocated from ``space`` (``team_member.team_scratch(level)``)."""
+        return space.view(self, extents)
+
+    def __repr__(self) -> str:
+        return f"ScratchView{self.rank}D[{self.dtype!r}]"
+
+
 View1D = _ViewAnnotation(1)
 View2D = _ViewAnnotation(2)
 View3D = _ViewAnnotation(3)
 Acc = _AccAnnotation()
+ScratchView1D, ScratchView2D, ScratchView3D, ScratchView4D, ScratchView5D, ScratchView6D, ScratchView7D, \
+    ScratchView8D = (_ScratchAnnotation(rank) for rank in range(1, 9))
 
 
 class TeamMember:

@@ -24,11 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .interp import DebugTeamMember, IndexFault, debug_view, python_scalar
-from ..errors import KernelIndexError, KernelZeroDivisionError
+from .interp import DebugTeamMember, IndexFault, ScratchFault, debug_view, python_scalar
+from ..errors import KernelIndexError, KernelScratchError, KernelZeroDivisionError
 from ..frontend.normalize import math_function, shadowed_math
 from ..frontend.workunit import Function
-from ..policies import MDRangePolicy, RangePolicy, TeamPolicy, TeamThreadRange
+from ..policies import MDRangePolicy, PerTeam, PerThread, RangePolicy, TeamPolicy, TeamThreadMDRange
+from ..types import _ScratchAnnotation
 from .base import Backend, Kernel, Lowered
 
 
@@ -84,18 +85,22 @@ for _name in ("neg", "pos", "abs"):
     setattr(_Acc, f"__{_name}__", lambda self, _op=getattr(operator, _name): _op(self.v))
 
 
-def run_nested(op: str, rng: TeamThreadRange, fn):
-    """Nested TeamThreadRange/ThreadVectorRange with one thread per team: a plain loop."""
+def run_nested(op: str, rng, fn):
+    """Nested TeamThreadRange/ThreadVectorRange (or an MD range of them) with one thread per team: a plain loop."""
+    md = isinstance(rng, TeamThreadMDRange)
+    if md and op == "scan":
+        raise TypeError(f"pk.parallel_scan over a {type(rng).__name__}: Kokkos scans one-dimensional ranges")
+    points = rng.range() if md else ((j,) for j in rng.range())
     if op == "for":
-        for j in rng.range():
-            fn(j)
+        for p in points:
+            fn(*p)
         return None
     acc = _Acc(0)
-    for j in rng.range():
+    for p in points:
         if op == "reduce":
-            acc = fn(j, acc) or acc
+            acc = fn(*p, acc) or acc
         else:
-            fn(j, acc, True)
+            fn(*p, acc, True)
     return acc.v
 
 
@@ -149,19 +154,42 @@ class _CheckDivisions(ast.NodeTransformer):
         return ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
 
 
+class _TypeScratchViews(ast.NodeTransformer):
+    """``s: pk.ScratchView1D[T] = pk.ScratchView1D(space, n)`` becomes ``_kf_scratch_view(pk.ScratchView1D(...)'s
+    callee, pk.ScratchView1D[T], "s", space, n)``: Python does not evaluate a local's annotation, which holds the
+    element type."""
+
+    def visit_AnnAssign(self, node):
+        value = node.value
+        if isinstance(node.target, ast.Name) and isinstance(node.annotation, ast.Subscript) \
+                and isinstance(value, ast.Call) and ast.dump(value.func) == ast.dump(node.annotation.value):
+            node.value = ast.copy_location(ast.Call(
+                func=ast.Name(id="_kf_scratch_view", ctx=ast.Load()),
+                args=[value.func, node.annotation, ast.Constant(node.target.id), *value.args],
+                keywords=value.keywords), value)
+        return node
+
+
+def _scratch_view(func, annotation, name: str, *args, **kwargs):
+    """A ScratchView declared in a Debug-space workunit (see _TypeScratchViews), or ``func(*args)``."""
+    if isinstance(annotation, _ScratchAnnotation) and args and not kwargs and hasattr(args[0], "view"):
+        return args[0].view(annotation, args[1:], name)
+    return func(*args, **kwargs)
+
+
 def _checked(parsed, made: dict):
     """The function of ``parsed`` with checked divisions, seeing the original's live globals and closure.
     @pk.function helpers it calls are replaced by their checked versions (``made`` memoises them)."""
     if parsed.uid in made:
         return made[parsed.uid]
-    tree = _CheckDivisions().visit(copy.deepcopy(parsed.tree))
+    tree = _TypeScratchViews().visit(_CheckDivisions().visit(copy.deepcopy(parsed.tree)))
     for arg in ast.walk(tree):  # annotations do nothing here, and a method kernel's are resolved objects
         if isinstance(arg, ast.arg):
             arg.annotation = None
     fn = parsed.fn
     helpers = {n.id: parsed.namespace[n.id] for n in ast.walk(tree) if isinstance(n, ast.Name)
                and isinstance(parsed.namespace.get(n.id), Function)}
-    supplied = {"_kf_divide": _divide}
+    supplied = {"_kf_divide": _divide, "_kf_scratch_view": _scratch_view}
     supplied.update({n.func.id: math_function(n.func.id) for n in ast.walk(tree)
                      if isinstance(n, ast.Call) and shadowed_math(n.func, parsed.namespace)})
     made[parsed.uid] = None  # a helper calling itself keeps the unchecked original below
@@ -211,14 +239,14 @@ def _as_kernel_fault(fault, wu):
     where = dict(workunit=wu.__name__, filename=code.co_filename,
                  lineno=frame.f_lineno if frame is not None else code.co_firstlineno,
                  function=None if code in own else code.co_name)
-    cls = KernelIndexError if isinstance(fault, IndexFault) else KernelZeroDivisionError
+    cls = {IndexFault: KernelIndexError, ScratchFault: KernelScratchError}.get(type(fault), KernelZeroDivisionError)
     return cls(**fault.fields, **where)
 
 
 def run_debug(call, args):
     try:
         return _run_debug(call, args)
-    except (IndexFault, _DivisionFault) as fault:
+    except (IndexFault, _DivisionFault, ScratchFault) as fault:
         raise _as_kernel_fault(fault, call.prepared.workunit) from None
 
 
@@ -232,7 +260,7 @@ def _run_debug(call, args):
     elif isinstance(policy, MDRangePolicy):
         points = itertools.product(*(range(b, e) for b, e in policy.bounds))
     else:
-        points = ((DebugTeamMember(r, policy.league_size),) for r in range(policy.league_size))
+        points = ((DebugTeamMember(r, policy.league_size, policy.scratch),) for r in range(policy.league_size))
     kwargs = {name: a for (name, _), a in zip(spec.params, args)}
     if spec.op == "for":
         for p in points:
@@ -279,7 +307,8 @@ def _policy(spec, bounds: tuple):
         return RangePolicy(*bounds)
     if spec.policy == "mdrange":
         return MDRangePolicy(list(bounds[:spec.rank]), list(bounds[spec.rank:]))
-    return TeamPolicy(bounds[0], bounds[1])
+    return TeamPolicy(bounds[0], bounds[1], bounds[2]).set_scratch_size(0, PerTeam(bounds[3]), PerThread(bounds[4])) \
+        .set_scratch_size(1, PerTeam(bounds[5]), PerThread(bounds[6]))
 
 
 class DebugBackend(Backend):

@@ -56,12 +56,27 @@ def debug_view(view, name: str) -> DebugArray:
     return array
 
 
-class DebugTeamMember:
-    """A team of one thread (a legal Kokkos team size), so barriers are trivially satisfied."""
+class ScratchFault(Exception):
+    """A ScratchView that does not fit its team's scratch memory (``kind`` "scratch": ``dim`` the level, ``value``
+    the bytes needed, ``limit`` those set) or has a negative extent ("scratch_extent": ``dim``, ``value``)."""
 
-    def __init__(self, league_rank: int, league_size: int):
+    def __init__(self, kind: str, view: str, dim: int, value: int, limit: int = 0):
+        super().__init__(kind, view, dim, value, limit)
+        self.fields = dict(kind=kind, view=view, dim=dim, value=value, limit=limit)
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+class DebugTeamMember:
+    """A team of one thread (a legal Kokkos team size), so barriers are trivially satisfied. ``scratch``: the
+    TeamPolicy's (per-team, per-thread) scratch bytes of levels 0 and 1, which this team's ScratchViews take."""
+
+    def __init__(self, league_rank: int, league_size: int, scratch: tuple = ((0, 0), (0, 0))):
         self._league_rank = league_rank
         self._league_size = league_size
+        self._capacity = [team + self.team_size() * thread for team, thread in scratch]
+        self._used = [0, 0]
 
     def league_rank(self):
         return self._league_rank
@@ -77,6 +92,43 @@ class DebugTeamMember:
 
     def team_barrier(self):
         pass
+
+    def team_scratch(self, level: int):
+        return _ScratchSpace(self, level, False)
+
+    def thread_scratch(self, level: int):
+        return _ScratchSpace(self, level, True)
+
+    def scratch_view(self, level: int, per_thread: bool, dtype: np.dtype, extents: tuple, name: str) -> DebugArray:
+        """A ScratchView's memory, its bytes counted as kfuse's C++ counts them (``kf_scratch_take``: each View
+        aligned to its element size; a thread_scratch View one copy per thread); ScratchFault if it does not fit."""
+        for d, n in enumerate(extents):
+            if n < 0:
+                raise ScratchFault("scratch_extent", name, d, n)
+        size = dtype.itemsize
+        start = -(-self._used[level] // size) * size
+        end = start + size * (self.team_size() if per_thread else 1) * int(np.prod(extents, dtype=object))
+        if end > self._capacity[level]:
+            raise ScratchFault("scratch", name, level, min(end, _INT64_MAX), self._capacity[level])
+        self._used[level] = end
+        array = np.zeros(extents, dtype).view(DebugArray)
+        array.view_name = name
+        return array
+
+
+class _ScratchSpace:
+    """``team_member.team_scratch(level)`` (or ``thread_scratch``) in the Debug space, which ScratchViews take from."""
+
+    def __init__(self, team: DebugTeamMember, level: int, per_thread: bool):
+        self.team, self.level, self.per_thread = team, level, per_thread
+
+    def view(self, annotation, extents: tuple, name: str = "") -> DebugArray:
+        if annotation.dtype is None:
+            raise TypeError(f"annotate the ScratchView with its element type: pk.ScratchView{annotation.rank}D[T]")
+        if len(extents) != annotation.rank:
+            raise TypeError(f"{annotation!r} takes {annotation.rank} extent(s), got {len(extents)}")
+        return self.team.scratch_view(self.level, self.per_thread, annotation.dtype.np, tuple(map(int, extents)),
+                                      name)
 
 
 def c_divide(a, b):

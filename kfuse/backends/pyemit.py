@@ -198,6 +198,21 @@ class _Body:
     def stmt_Barrier(self, s, out, ind):
         """A team of one thread is always at its barrier."""
 
+    def stmt_Single(self, s, out, ind):
+        """The one thread of a team is its thread 0 and its only thread: the body runs once (PerTeam or PerThread)."""
+        out.append(f"{ind}{s.body}()")
+
+    def stmt_ScratchView(self, s, out, ind):
+        """The View from the team's scratch memory (``pyops.Runtime.scratch``), or, as in C++, a fault recorded
+        and the body left before anything touches it."""
+        extents = "".join(f"{self.expr(e)}, " for e in s.extents)
+        sites = f"{self.site('scratch', s.loc, s.name)}, {self.site('scratch_extent', s.loc, s.name)}"
+        out.append(f"{ind}{s.name} = _kf_scratch({s.team}, {s.level}, {s.per_thread}, {s.type.dtype.name!r}, "
+                   f"({extents}), {s.name!r}, {sites})")
+        out.append(f"{ind}if {s.name} is None:")
+        out.append(f"{ind}{_INDENT}{self.result()}")
+        self.names[s.name] = s.type
+
     def stmt_Assign(self, s, out, ind):
         if s.op is None:
             value = _conv(self.expr(s.value), s.value.type, s.type)
@@ -258,8 +273,9 @@ class _Body:
     def stmt_Lambda(self, s, out, ind):
         """A nested def (the body of nested parallelism): a closure over the enclosing names."""
         params = dict(s.params)
-        self.module.lambdas[s.name] = s.params[1][1] if len(s.params) > 1 else F64
-        body = _Body(self.module, self.helper, self.names, accs=tuple(list(params)[1:2]), nested=True)
+        self.module.lambdas[s.name] = s.params[s.indices][1] if len(s.params) > s.indices else F64
+        body = _Body(self.module, self.helper, self.names, accs=tuple(list(params)[s.indices:s.indices + 1]),
+                     nested=True)
         body.function(s.name, s, params, out, ind)
 
     # --- expressions --------------------------------------------------------------------------
@@ -385,6 +401,9 @@ class _Body:
 
     def expr_Nested(self, e):
         bounds = [_conv(self.expr(b), b.type, I64) for b in e.bounds]
+        if e.range.endswith("MDRange"):
+            zero = f", {ZERO[e.type]!r}" if e.kind == "parallel_reduce" else ""
+            return f"_kf_nested_md_{e.kind[len('parallel_'):]}(({', '.join(bounds)},), {e.body}{zero})"
         if len(bounds) == 1:
             bounds.insert(0, "0")
         op = e.kind[len("parallel_"):]

@@ -8,6 +8,7 @@ lets the launch go on, as a compiled kernel does.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from fractions import Fraction
@@ -18,7 +19,7 @@ import numpy as np
 from ..errors import FAULT_FIELD_SEPARATOR, kernel_fault
 from ..ir.typing import atomic_op
 from ..types import DType, dtype_of
-from .interp import IndexFault, c_divide, c_format
+from .interp import IndexFault, ScratchFault, c_divide, c_format
 
 I64 = DType.int64
 _INT64_MIN = -(1 << 63)
@@ -238,6 +239,29 @@ class Runtime:
         return acc
 
     @staticmethod
+    def nested_md_for(extents: tuple, fn) -> None:
+        """A TeamThreadMDRange (or its vector forms): every index tuple, row-major."""
+        for index in itertools.product(*map(range, extents)):
+            fn(*index)
+
+    @staticmethod
+    def nested_md_reduce(extents: tuple, fn, zero):
+        acc = zero
+        for index in itertools.product(*map(range, extents)):
+            acc = fn(*index, acc)
+        return acc
+
+    def scratch(self, team, level: int, per_thread: bool, dtype: str, extents: tuple, name: str, site: int,
+                extent_site: int):
+        """A ScratchView's memory from ``team`` (a ``DebugTeamMember``), or None with the fault recorded."""
+        try:
+            return team.scratch_view(level, per_thread, np.dtype(dtype), extents, name)
+        except ScratchFault as fault:
+            f = fault.fields
+            self.record(extent_site if f["kind"] == "scratch_extent" else site, f["dim"], f["value"], f["limit"])
+            return None
+
+    @staticmethod
     def nested_scan(begin: int, end: int, fn, zero) -> None:
         """As Kokkos runs a team's scan: a pass that accumulates, then the final pass from zero."""
         acc = zero
@@ -254,7 +278,8 @@ class Runtime:
                      _kf_fmod_py=_fmod_py, _kf_ipow=_ipow, _kf_shift=_shift, _kf_round=_round, _kf_ld=self.load,
                      _kf_st=self.store, _kf_divide=self.divide, _kf_atomic=self.atomic, _kf_printf=self.printf,
                      _kf_nested_for=self.nested_for, _kf_nested_reduce=self.nested_reduce,
-                     _kf_nested_scan=self.nested_scan, _kf_new=_new)
+                     _kf_nested_scan=self.nested_scan, _kf_nested_md_for=self.nested_md_for,
+                     _kf_nested_md_reduce=self.nested_md_reduce, _kf_scratch=self.scratch, _kf_new=_new)
         return found
 
 

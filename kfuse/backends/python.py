@@ -85,7 +85,8 @@ def _points(spec, bounds: tuple):
         return ((i,) for i in range(bounds[0], bounds[1]))
     if spec.policy == "mdrange":
         return itertools.product(*(range(b, e) for b, e in zip(bounds[:spec.rank], bounds[spec.rank:])))
-    return ((DebugTeamMember(r, bounds[0]),) for r in range(bounds[0]))
+    scratch = (bounds[3:5], bounds[5:7])
+    return ((DebugTeamMember(r, bounds[0], scratch),) for r in range(bounds[0]))
 
 
 def _run(fn, spec, points, values: list) -> tuple:

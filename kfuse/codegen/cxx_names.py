@@ -32,6 +32,9 @@ def ident(name: str) -> str:
 
 
 def view_type(t: ArgType | ViewType, memory_space: str = "KfMem") -> str:
+    """A View argument's C++ type; a ScratchView's lives in the execution space's scratch memory."""
+    if getattr(t, "scratch", False):
+        memory_space = "KfExec::scratch_memory_space"
     layout = "Kokkos::LayoutRight" if t.layout == "right" else "Kokkos::LayoutStride"
     return (f"Kokkos::View<{t.dtype.cpp}{'*' * t.ndim}, {layout}, {memory_space}, "
             f"Kokkos::MemoryTraits<Kokkos::Unmanaged>>")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .. import config
 from ..frontend.normalize import KernelSource
 from ..frontend.spec import KernelSpec
+from ..ir import nodes as ir
 from ..ir.lower import lowered
 from ..types import DType
 from .cxx_names import cpp_type, ident, view_type
@@ -79,6 +80,11 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
                 bounds_check=config.BOUNDS_CHECK.get())
     members = [f"  {cpp_type(t)} {ident(name)};" for name, t in spec.params]
     body_lines = BodyPrinter(unit, None, {} if in_function else kernel.scalars, kernel.views).body(kernel, "    ")
+    if spec.policy == "team":
+        members.append("  int64_t kf_scratch_bytes[4];  // set_scratch_size: per team, per thread; level 0, then 1")
+    if any(isinstance(s, ir.ScratchView) for s in kernel.body):
+        body_lines.insert(0, f"    KfScratch kf_scratch = kf_scratch_start(kf_scratch_bytes, "
+                             f"{ident(index_names[0])}.team_size());")
 
     if spec.policy == "team":
         sig = [f"const member_type& {ident(index_names[0])}"]
@@ -122,6 +128,10 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
 
     slots, unpack = _launch_slots(spec)
     policy = _policy_expr(spec)
+    checks = _team_size_guard(spec)
+    if spec.policy == "team":  # built after the team size check: Kokkos aborts on a size it cannot run
+        checks += [f"    const auto kf_policy = {policy};", *_scratch_guard()]
+        policy = "kf_policy"
     if spec.op == "for":
         launch = f'    Kokkos::parallel_for("{kernel_name}", {policy}, kf_f);'
         results = ""
@@ -153,7 +163,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         "  try {",
         "    Functor kf_f;",
         *unpack,
-        *_team_size_guard(spec),
+        *checks,
         "    auto kf_t0 = std::chrono::steady_clock::now();",
         launch,
         "    Kokkos::fence();",
@@ -230,6 +240,16 @@ def _team_size_guard(spec: KernelSpec) -> list[str]:
             "    }"]
 
 
+def _scratch_guard() -> list[str]:
+    """Kokkos adds a team's scratch bytes up in an int; more would wrap (and on the host the process would try
+    to allocate whatever that gives), so refuse the launch first (a LaunchError in Python)."""
+    return ["    const int64_t kf_scratch_total = static_cast<int64_t>(kf_policy.scratch_size(0)) + "
+            "2 * static_cast<int64_t>(kf_policy.scratch_size(1));",
+            "    if (kf_scratch_total > std::numeric_limits<int>::max()) throw std::runtime_error(\"TeamPolicy scratch "
+            "memory of \" + std::to_string(kf_scratch_total) + \" bytes per team (level 1 counted twice, as Kokkos "
+            "sets it aside) is more than Kokkos can give (2**31 - 1)\");"]
+
+
 def _store_result(expr: str, dtype: DType, index: int) -> str:
     slot_type = "double" if dtype.is_float else "int64_t"
     return (f"    {{ {slot_type} kf_v = static_cast<{slot_type}>({expr}); "
@@ -243,8 +263,11 @@ def _policy_expr(spec: KernelSpec) -> str:
         b = ", ".join(f"kf_b{i}" for i in range(spec.rank))
         e = ", ".join(f"kf_e{i}" for i in range(spec.rank))
         return f"Kokkos::MDRangePolicy<KfExec, Kokkos::Rank<{spec.rank}>, Kokkos::IndexType<int64_t>>({{{b}}}, {{{e}}})"
+    sizes = [f"Kokkos::{per}(kf_f.kf_scratch_bytes[{2 * level + i}])" for level in (0, 1)
+             for i, per in enumerate(("PerTeam", "PerThread"))]
     return ("(kf_team_size > 0 ? Kokkos::TeamPolicy<KfExec>(kf_league, kf_team_size, kf_vector) "
-            ": Kokkos::TeamPolicy<KfExec>(kf_league, Kokkos::AUTO, kf_vector))")
+            ": Kokkos::TeamPolicy<KfExec>(kf_league, Kokkos::AUTO, kf_vector))"
+            f".set_scratch_size(0, {sizes[0]}, {sizes[1]}).set_scratch_size(1, {sizes[2]}, {sizes[3]})")
 
 
 def _launch_slots(spec: KernelSpec):
@@ -259,6 +282,7 @@ def _launch_slots(spec: KernelSpec):
     if spec.policy == "team":
         for n in ("kf_league", "kf_team_size", "kf_vector"):
             lines.append(f"    const int64_t {n} = {take('q', 'int64_t')};")
+        lines += [f"    kf_f.kf_scratch_bytes[{i}] = {take('q', 'int64_t')};" for i in range(4)]
     else:
         for prefix in ("b", "e"):
             for i in range(spec.rank):

@@ -74,13 +74,14 @@ struct KfFault {
   int claimed;
   int site;                              // entry of the kernel's kf_sites table
   int dim;                               // index faults: the dimension
-  int64_t a, b;                          // division: dividend, divisor; index faults: index, extent
+  int64_t a, b;                          // division: dividend, divisor; index faults: index, extent; scratch:
+                                         // bytes needed, bytes set (dim: the level)
   alignas(16) unsigned char scratch[16];  // the element an out-of-range access uses instead
 };
 
 // Where the fault happened, known when the kernel is translated (one table per kernel).
 struct KfSite {
-  const char* kind;  // "floordiv", "mod" or "index"
+  const char* kind;  // "floordiv", "mod", "index" or a ScratchView's "scratch", "scratch_extent", "scratch_refused"
   const char* workunit;
   const char* function;  // the @pk.function the check is in, or ""
   const char* file;
@@ -198,6 +199,60 @@ KOKKOS_INLINE_FUNCTION T& kf_at_ptr(T* p, int site, X... x) {
     offset += ix[d].index * ix[d].stride;
   }
   return p[offset];
+}
+
+// --- Team scratch memory (ScratchView) ---------------------------------------------------------------------
+// Kokkos hands out a team's scratch memory in order, each View aligned to its element size, and gives a View that
+// does not fit a null pointer (on the host it may even spill into the other level's memory). kfuse counts the bytes
+// the same way against what set_scratch_size gave each level, so a View that does not fit is a fault on every
+// backend, before anything touches it.
+struct KfScratch {
+  int64_t used[2];
+  int64_t capacity[2];  // per team: PerTeam bytes + team_size * PerThread bytes
+};
+KOKKOS_INLINE_FUNCTION KfScratch kf_scratch_start(const int64_t* bytes, int64_t team_size) {
+  return KfScratch{{0, 0}, {bytes[0] + team_size * bytes[1], bytes[2] + team_size * bytes[3]}};
+}
+// Takes a View of `size`-byte elements and these extents (`slices` copies: team_size for thread_scratch) from
+// `level`; false, with a fault recorded, for a negative extent or a View that does not fit.
+template <class... N>
+KOKKOS_INLINE_FUNCTION bool kf_scratch_take(KfScratch& s, int level, int64_t slices, int64_t size, int site,
+                                            int extent_site, N... n) {
+  const int64_t most = std::numeric_limits<int64_t>::max();
+  const int64_t extents[] = {static_cast<int64_t>(n)...};
+  int64_t bytes = size * slices;  // saturates at `most`
+  for (int d = 0; d < static_cast<int>(sizeof...(N)); ++d) {
+    if (extents[d] < 0) {
+      kf_fault(extent_site, d, extents[d], 0);
+      return false;
+    }
+    bytes = extents[d] == 0 ? 0 : bytes > most / extents[d] ? most : bytes * extents[d];
+  }
+  const int64_t start = (s.used[level] + size - 1) / size * size;
+  const int64_t room = s.capacity[level];
+  if (start > room || bytes > room - start) {
+    kf_fault(site, level, bytes > most - start ? most : start + bytes, room);
+    return false;
+  }
+  s.used[level] = start + bytes;
+  return true;
+}
+// What Kokkos gave the View: null for one of some bytes would be memory it refused although kfuse counted room.
+KOKKOS_INLINE_FUNCTION bool kf_scratch_given(const void* data, size_t span, int level, int site) {
+  if (data == nullptr && span != 0) {
+    kf_fault(site, level, 0, 0);
+    return false;
+  }
+  return true;
+}
+// The iterations of a TeamThreadMDRange (Kokkos 3.4 has none; kfuse runs one 1-D range over them): the product of
+// the extents, none if one is not positive.
+template <class... N>
+KOKKOS_INLINE_FUNCTION int64_t kf_md_count(N... n) {
+  const int64_t extents[] = {static_cast<int64_t>(n)...};
+  int64_t count = 1;
+  for (int d = 0; d < static_cast<int>(sizeof...(N)); ++d) count = extents[d] > 0 ? count * extents[d] : 0;
+  return count;
 }
 
 // Host, after the fence: copy the record out and clear it; true if a thread faulted.

@@ -165,6 +165,27 @@ class BodyPrinter:
     def stmt_Barrier(self, s, out, ind):
         out.append(f"{ind}{ident(s.team)}.team_barrier();")
 
+    def stmt_Single(self, s, out, ind):
+        out.append(f"{ind}Kokkos::single(Kokkos::{s.per}({ident(s.team)}), {ident(s.body)});")
+
+    def stmt_ScratchView(self, s, out, ind):
+        """The View from the team's scratch memory, once ``kf_scratch_take`` (the prelude) has counted its bytes
+        against what set_scratch_size gave; one that does not fit is a fault, and every thread of the team (all
+        see the same extents) leaves the body there, before touching it."""
+        name = ident(s.name)
+        extents = [f"kf_{name}_n{d}" for d in range(len(s.extents))]
+        out += [f"{ind}const int64_t {e} = {self.expr(x)};" for e, x in zip(extents, s.extents)]
+        slices = f"static_cast<int64_t>({ident(s.team)}.team_size())" if s.per_thread else "1"
+        fits = (f"kf_scratch_take(kf_scratch, {s.level}, {slices}, sizeof({s.type.dtype.cpp}), "
+                f"{self.site('scratch', s.loc, s.name)}, {self.site('scratch_extent', s.loc, s.name)}, "
+                f"{', '.join(extents)})")
+        space = f"{ident(s.team)}.{'thread' if s.per_thread else 'team'}_scratch({s.level})"
+        out.append(f"{ind}if (!{fits}) return;")
+        out.append(f"{ind}const {cpp_type(s.type)} {name}({space}, {', '.join(extents)});")
+        out.append(f"{ind}if (!kf_scratch_given({name}.data(), {name}.span(), {s.level}, "
+                   f"{self.site('scratch_refused', s.loc, s.name)})) return;")
+        self.views[s.name] = s.type
+
     def stmt_Assign(self, s, out, ind):
         out.append(f"{ind}{ident(s.name)} {s.op or ''}= {self.expr(s.value)};")
 
@@ -215,9 +236,9 @@ class BodyPrinter:
         out.append(f"{ind}}}")
 
     def stmt_Lambda(self, s, out, ind):
-        """A nested def: a C++ lambda, the body of TeamThreadRange / ThreadVectorRange parallelism."""
-        (index, _), *rest = s.params
-        sig = [f"const int64_t {ident(index)}"]
+        """A nested def: a C++ lambda, the body of TeamThreadRange / ThreadVectorRange parallelism or pk.single."""
+        sig = [f"const int64_t {ident(n)}" for n, _ in s.params[:s.indices]]
+        rest = s.params[s.indices:]
         if rest:
             sig.append(f"{rest[0][1].cpp}& {ident(rest[0][0])}")
         if len(rest) > 1:
@@ -346,12 +367,34 @@ class BodyPrinter:
         return f"static_cast<int64_t>({ident(e.team)}.{e.what}())"
 
     def expr_Nested(self, e):
+        if e.range.endswith("MDRange"):
+            return self.md_nested(e)
         bounds = [self.expr(b) for b in e.bounds]
         policy = f"Kokkos::{e.range}({', '.join([ident(e.team)] + bounds)})"
         if e.kind != "parallel_reduce":  # Kokkos's nested scan delivers no total
             return f"Kokkos::{e.kind}({policy}, {ident(e.body)})"
         t, tmp = e.type.cpp, f"kf_nested{e.tmp}"
         return f"[&]() {{ {t} {tmp} = {t}(); Kokkos::{e.kind}({policy}, {ident(e.body)}, {tmp}); return {tmp}; }}()"
+
+    def md_nested(self, e) -> str:
+        """``TeamThreadMDRange(team, n0, n1, ...)`` (Kokkos 3.4 has no MD nested ranges): the 1-D range of the same
+        kind over the product of the extents (none if one is not positive), each index recovered from the flat
+        one, row-major as Kokkos orders them."""
+        extents = [self.expr(b) for b in e.bounds]
+        names = [f"kf_md{d}" for d in range(len(extents))]
+        decls = " ".join(f"const int64_t {n} = {x};" for n, x in zip(names, extents))
+        indices = []
+        for d in range(len(names)):
+            inner = " * ".join(names[d + 1:])
+            flat = f"kf_k / ({inner})" if inner else "kf_k"
+            indices.append(flat if d == 0 else f"({flat}) % {names[d]}")
+        policy = f"Kokkos::{e.range.replace('MDRange', 'Range')}({ident(e.team)}, kf_md_count({', '.join(names)}))"
+        call = f"{ident(e.body)}({', '.join(indices)}{', kf_a' if e.kind == 'parallel_reduce' else ''})"
+        if e.kind != "parallel_reduce":
+            return (f"[&]() {{ {decls} Kokkos::parallel_for({policy}, [&](const int64_t kf_k) {{ {call}; }}); }}()")
+        t = e.type.cpp
+        return (f"[&]() {{ {decls} {t} kf_r = {t}(); Kokkos::parallel_reduce({policy}, [&](const int64_t kf_k, "
+                f"{t}& kf_a) {{ {call}; }}, kf_r); return kf_r; }}()")
 
     def expr_Atomic(self, e):
         """``pk.atomic_fetch_add(view, [i, j], value)`` (PyKokkos spelling) on the element's address."""

@@ -15,7 +15,7 @@ def c_string(text: str) -> str:
 
 @dataclass(frozen=True)
 class FaultSite:
-    kind: str  # "floordiv" | "mod" | "index"
+    kind: str  # "floordiv" | "mod" | "index" | "scratch" | "scratch_extent" | "scratch_refused"
     workunit: str
     function: str  # the @pk.function holding the check, or ""
     filename: str

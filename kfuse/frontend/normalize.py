@@ -34,7 +34,9 @@ MATH_NAMES = ("sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "l
               "floor", "ceil", "trunc", "round", "fmin", "fmax", "fmod", "hypot", "isnan", "isinf", "isfinite",
               "erf", "erfc", "copysign", "abs", "fma", "tgamma", "lgamma")
 KFUSE_CALLS = (*sorted(ATOMIC_CALLS), "printf", "parallel_for", "parallel_reduce", "parallel_scan",
-               "TeamThreadRange", "ThreadVectorRange", "TeamVectorRange", "team_barrier")
+               "TeamThreadRange", "ThreadVectorRange", "TeamVectorRange", "TeamThreadMDRange", "ThreadVectorMDRange",
+               "TeamVectorMDRange", "team_barrier", "single", "PerTeam", "PerThread",
+               *(f"ScratchView{rank}D" for rank in range(1, 9)))
 BUILTIN_CALLS = ("abs", "min", "max", "int", "float", "bool", "range", "len", "round")
 
 
@@ -254,7 +256,7 @@ def resolve_annotation(parsed: ParsedFunction, ann):
 UNSUPPORTED_CONSTRUCTS = {
     ast.Try: "try statement", ast.With: "with statement", ast.Raise: "raise statement",
     ast.Assert: "assert statement", ast.Delete: "del statement", ast.Global: "global statement",
-    ast.Nonlocal: "nonlocal statement", ast.Import: "import statement", ast.ImportFrom: "import statement",
+    ast.Import: "import statement", ast.ImportFrom: "import statement",
     ast.ClassDef: "class definition", ast.AsyncFunctionDef: "async function", ast.AsyncFor: "async for",
     ast.AsyncWith: "async with", ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield",
     ast.Lambda: "lambda", ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",

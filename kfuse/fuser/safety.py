@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.access import analyse
-from ..ir.lower import lowered
+from ..ir.lower import lowered, scratch_declarations
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,10 @@ def _analyse(prepared) -> KernelPattern:
     names = [a.arg for a in src.tree.args.args]
     if spec.op == "scan":
         return KernelPattern({}, "a scan (parallel_scan) has a cross-thread dependence", frozenset())
+    if spec.policy == "team" and scratch_declarations(src):
+        return KernelPattern({}, "a TeamPolicy kernel with team scratch memory (per-team state: fused, two kernels' "
+                                 "ScratchViews would share one scratch allocation and their barriers both bodies)",
+                             frozenset())
     if spec.policy == "team":
         return KernelPattern({}, "a TeamPolicy kernel (team threads share data)", frozenset())
     if spec.space == "Debug":

@@ -196,6 +196,8 @@ def _expressions(s) -> tuple:
         return () if s.value is None else (s.value,)
     if isinstance(s, ir.Print):
         return s.args
+    if isinstance(s, ir.ScratchView):
+        return s.extents
     return ()
 
 

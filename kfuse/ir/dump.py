@@ -55,6 +55,11 @@ def _stmt(s, ind: str, out: list) -> None:
         out.append(f"{ind}printf({', '.join([repr(s.format)] + [expr(a) for a in s.args])})")
     elif isinstance(s, ir.Barrier):
         out.append(f"{ind}{s.team}.team_barrier()")
+    elif isinstance(s, ir.Single):
+        out.append(f"{ind}single({s.per}({s.team}), {s.body})")
+    elif isinstance(s, ir.ScratchView):
+        space = "thread_scratch" if s.per_thread else "team_scratch"
+        out.append(f"{ind}{s.name}: {s.type} = {s.team}.{space}({s.level})[{_list(s.extents)}]")
     elif isinstance(s, ir.If):
         out.append(f"{ind}if {expr(s.test)}:")
         _block(s.body, ind + "  ", out)

@@ -17,19 +17,23 @@ from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 
 from ..errors import KernelTypeError, UnsupportedSyntaxError
-from ..types import DType
+from ..types import DType, _ScratchAnnotation
 from . import nodes as ir
 from . import printf
 from . import typing as rules
 from .access import expressions, subexpressions
 from .nodes import TEAM, Loc, StructType, ViewType
-from .pyast import flatten_subscript
+from .pyast import assigned_names, flatten_subscript
 from .typing import BOOL, F64, I64, Unknown
 
 _TEAM_QUERIES = ("league_rank", "team_rank", "team_size", "league_size")
-_NESTED_RANGES = ("TeamThreadRange", "ThreadVectorRange", "TeamVectorRange")
+_MD_RANGES = ("TeamThreadMDRange", "ThreadVectorMDRange", "TeamVectorMDRange")
+_NESTED_RANGES = ("TeamThreadRange", "ThreadVectorRange", "TeamVectorRange", *_MD_RANGES)
+_SCRATCH_SPACES = ("team_scratch", "thread_scratch")
+_SCRATCH_HINT = "declare it at the top of the workunit: s: pk.ScratchView1D[float] = pk.ScratchView1D(team.team_scratch(0), n)"
 _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
 
 
@@ -74,8 +78,19 @@ def lower(source, spec) -> ir.Kernel:
     flags = tuple((n, BOOL) for n in flag_names)
     scope = {n: (_kind(t), t) for n, t in params}
     scope.update({n: ("team" if t == TEAM else "scalar", t) for n, t in threads + accs + flags})
+    scratch = scratch_declarations(source)
+    for decl in scratch:
+        if spec.policy != "team":
+            raise source.error("unsupported construct: a ScratchView outside a TeamPolicy workunit", decl.node,
+                               "scratch memory belongs to a team: launch the workunit with a pk.TeamPolicy")
+        if decl.name in scope:
+            raise source.error(f"ScratchView '{decl.name}' has the name of a parameter", decl.node,
+                               cls=KernelTypeError)
+        scope[decl.name] = ("view", decl.type)
     helpers = _Helpers(source.helpers)
-    body = _Lowerer(source, source, helpers, scope, accumulators=set(acc_names))
+    uniform = frozenset(n for n, t in params if isinstance(t, DType)) - assigned_names([source.tree])
+    body = _Lowerer(source, source, helpers, scope, accumulators=set(acc_names), scratch=scratch,
+                    uniform=uniform)
     copies = [n for n, t in params + threads + flags if not isinstance(t, ViewType) and t != TEAM]
     locals_, stmts = body.function_body(_assignable(source.tree, copies).body)
     return ir.Kernel(source.name, spec.op, spec.policy, threads, accs, flags, params, locals_, stmts,
@@ -155,6 +170,112 @@ def lowered(source, spec) -> ir.Kernel:
     return kernel
 
 
+@dataclass(frozen=True)
+class ScratchDeclaration:
+    """A ScratchView declared at the top level of a workunit: ``name: pk.ScratchView<n>D[T] =
+    pk.ScratchView<n>D(team.<space>(level), *extents)``."""
+
+    node: ast.AnnAssign
+    name: str
+    type: ViewType
+    team: str
+    level: int
+    per_thread: bool
+
+
+def scratch_declarations(source) -> tuple:
+    """The ScratchViews ``source`` declares (checked, once per source): at its top level, annotated with their
+    element type, taking their memory from ``team.team_scratch(level)`` or ``team.thread_scratch(level)``,
+    level 0 or 1, one extent per dimension."""
+    found = source.__dict__.get("_kfuse_scratch")
+    if found is None:
+        found = source.__dict__["_kfuse_scratch"] = tuple(_scratch_declaration(source, stmt) for stmt in
+                                                          source.tree.body if _is_scratch(stmt))
+        names = [d.name for d in found]
+        for decl in found:
+            if names.count(decl.name) > 1:
+                raise source.error(f"ScratchView '{decl.name}' is declared twice", decl.node, cls=KernelTypeError)
+    return found
+
+
+def _is_scratch(stmt) -> bool:
+    return isinstance(stmt, ast.AnnAssign) and isinstance(stmt.annotation, ast.Constant) \
+        and isinstance(stmt.annotation.value, _ScratchAnnotation)
+
+
+def _scratch_declaration(source, node: ast.AnnAssign) -> ScratchDeclaration:
+    ann = node.annotation.value
+    kind = f"ScratchView{ann.rank}D"
+    value = node.value
+    if ann.dtype is None:
+        raise source.error(f"ScratchView '{ast.unparse(node.target)}' needs its element type", node,
+                           f"annotate it pk.{kind}[pk.double] (or another dtype)", cls=KernelTypeError)
+    if not (isinstance(node.target, ast.Name) and isinstance(value, ast.Call) and not value.keywords
+            and isinstance(value.func, ast.Attribute) and value.func.attr == kind and value.args):
+        raise source.error(f"unsupported construct: a {kind} annotation on '{ast.unparse(node)}'", node,
+                           _SCRATCH_HINT, cls=UnsupportedSyntaxError)
+    space = value.args[0]
+    if not (isinstance(space, ast.Call) and isinstance(space.func, ast.Attribute) and space.func.attr in _SCRATCH_SPACES
+            and isinstance(space.func.value, ast.Name) and len(space.args) == 1 and not space.keywords):
+        raise source.error(f"the memory of ScratchView '{node.target.id}' is not team.team_scratch(level) or "
+                           f"team.thread_scratch(level)", space, _SCRATCH_HINT, cls=UnsupportedSyntaxError)
+    level = space.args[0]
+    if not (isinstance(level, ast.Constant) and type(level.value) is int and level.value in (0, 1)):
+        raise source.error(f"scratch level '{ast.unparse(level)}' of ScratchView '{node.target.id}' is not 0 or 1",
+                           level, "Kokkos has scratch levels 0 (small, fast) and 1 (larger)", cls=KernelTypeError)
+    if len(value.args) - 1 != ann.rank:
+        raise source.error(f"{kind} '{node.target.id}' needs {ann.rank} extent(s), got {len(value.args) - 1}",
+                           value, cls=KernelTypeError)
+    return ScratchDeclaration(node, node.target.id, ViewType(ann.dtype, ann.rank, scratch=True), space.func.value.id,
+                              level.value, space.func.attr == "thread_scratch")
+
+
+def _nested_uses(source) -> dict:
+    """How the workunit uses each nested def, by name: the number of indices its users pass it (1 for a
+    TeamThreadRange, n for an MDRange of n extents, 0 for pk.single)."""
+    found = source.__dict__.get("_kfuse_nested_uses")
+    if found is None:
+        found = source.__dict__["_kfuse_nested_uses"] = {}
+        for node in ast.walk(source.tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 2
+                    and isinstance(node.args[1], ast.Name)):
+                continue
+            rng = node.args[0]
+            if node.func.attr == "single":
+                indices = 0
+            elif node.func.attr in ("parallel_for", "parallel_reduce", "parallel_scan") and isinstance(rng, ast.Call) \
+                    and isinstance(rng.func, ast.Attribute) and rng.func.attr in _NESTED_RANGES:
+                indices = len(rng.args) - 1 if rng.func.attr in _MD_RANGES else 1
+            else:
+                continue
+            found.setdefault(node.args[1].id, {}).setdefault(indices, node)
+    return found
+
+
+def _team_varying(e, uniform: set):
+    """The part of a ScratchView extent ``e`` that may differ between the threads of a team, or None: constants,
+    the names in ``uniform``, View extents, league_rank()/league_size()/team_size() and arithmetic on them do not."""
+    if isinstance(e, ir.Const):
+        return None
+    if isinstance(e, ir.Name):
+        return None if e.id in uniform else e
+    if isinstance(e, ir.TeamQuery):
+        return e if e.what == "team_rank" else None
+    if isinstance(e, ir.Extent):
+        return _team_varying(e.dim, uniform)
+    if isinstance(e, (ir.BinOp, ir.Compare)):
+        parts = (e.left, e.right)
+    elif isinstance(e, (ir.UnaryOp, ir.Cast)):
+        parts = (e.operand if isinstance(e, ir.UnaryOp) else e.value,)
+    elif isinstance(e, (ir.Call, ir.BoolOp)):
+        parts = e.args if isinstance(e, ir.Call) else e.values
+    elif isinstance(e, ir.Ternary):
+        parts = (e.test, e.body, e.orelse)
+    else:
+        return e
+    return next((v for v in (_team_varying(p, uniform) for p in parts) if v is not None), None)
+
+
 class _Helpers:
     """The ``@pk.function`` instances a kernel calls, numbered in the order their first calls are lowered."""
 
@@ -216,7 +337,8 @@ class _Lowerer:
     and its accumulator type)."""
 
     def __init__(self, src, kernel, helpers: _Helpers, scope: dict, in_helper: bool = False,
-                 accumulators: frozenset = frozenset(), struct_params: frozenset | None = None):
+                 accumulators: frozenset = frozenset(), struct_params: frozenset | None = None, scratch: tuple = (),
+                 uniform: frozenset = frozenset(), enclosing: dict | None = None, undeclared: set | None = None):
         self.src = src
         self.kernel = kernel  # the workunit's KernelSource (src is a helper's inside a helper)
         self.helpers = helpers
@@ -226,6 +348,14 @@ class _Lowerer:
         self.struct_params = frozenset(n for n, (k, _) in scope.items() if k == "struct") \
             if struct_params is None else struct_params
         self.accumulators = accumulators
+        # the workunit's ScratchView declarations by place (the body lowered may be a copy of its tree), and the
+        # scalar parameters it never assigns (the same for all threads)
+        self.scratch = {(d.node.lineno, d.node.col_offset): d for d in scratch}
+        self.uniform = uniform
+        # ScratchViews not declared yet where the statements being lowered are (shared with nested defs)
+        self.undeclared = {d.name for d in scratch} if undeclared is None else undeclared
+        self.enclosing = enclosing  # a nested def's: the enclosing function's names (nonlocal may name them)
+        self.own_locals: set = set()
         self.return_types: list = []
         self.loop_vars: set = set()
         self.inferring = False
@@ -262,7 +392,7 @@ class _Lowerer:
         """(hoisted locals, statements): locals are typed first, as Python scopes them function-wide."""
         def type_of(value, types, lambdas):
             saved = dict(self.scope)
-            self.scope.update({n: ("lambda", (d, rules.lambda_acc_type(d))) for n, d in lambdas.items()})
+            self.scope.update({n: ("lambda", self._signature(d)) for n, d in lambdas.items()})
             self.scope.update({n: (_kind(t), t) for n, t in types.items()})
             try:
                 return self.expr(value).type
@@ -276,7 +406,18 @@ class _Lowerer:
             self.inferring = False
         for name, t in found.items():
             self.scope[name] = (_kind(t), t)
+        self.own_locals = set(found)
         return tuple(found.items()), self.block(stmts)
+
+    def _signature(self, node: ast.FunctionDef) -> tuple:
+        """(number of index parameters, accumulator type or None) of a nested def, from how the workunit uses it."""
+        uses = _nested_uses(self.src).get(node.name, {})
+        if len(uses) > 1:
+            counts = sorted(uses)
+            raise self.type_error(f"nested def '{node.name}' is given {counts[0]} and {counts[1]} indices by its uses",
+                                  uses[counts[1]], "give each use its own nested def")
+        indices = next(iter(uses), 1)
+        return indices, rules.lambda_acc_type(node, indices)
 
     def block(self, stmts) -> tuple:
         out: list = []
@@ -361,7 +502,7 @@ class _Lowerer:
         if not isinstance(node.value, ast.Call):
             raise self.unsupported("an expression statement with no effect", node)
         effect = self.call(node.value, statement=True)
-        return [effect if isinstance(effect, (ir.Print, ir.Barrier)) else ir.Eval(effect, loc=self.loc(node))]
+        return [effect if isinstance(effect, (ir.Print, ir.Barrier, ir.Single)) else ir.Eval(effect, loc=self.loc(node))]
 
     def _target(self, target):
         """(kind, what, indices, type) of an assignment target: a local or accumulator (``what``: its name),
@@ -424,6 +565,10 @@ class _Lowerer:
         return out
 
     def stmt_AnnAssign(self, node):
+        if (node.lineno, node.col_offset) in self.scratch:
+            return self.stmt_AnnAssign_scratch(node)
+        if _is_scratch(node):
+            raise self.unsupported("a ScratchView declared inside a block, nested def or helper", node, _SCRATCH_HINT)
         if node.value is None:
             return []
         return self.stmt_Assign(ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno,
@@ -541,31 +686,73 @@ class _Lowerer:
         return [ir.For(var, start, stop, step, body, scoped, len(args) == 3, tmp, loc=self.loc(node))]
 
     def stmt_FunctionDef(self, node):
-        """A nested def inside a team workunit: the body of nested parallelism."""
+        """A nested def inside a team workunit: the body of nested parallelism (its indices, then accumulator
+        and flag) or of pk.single (no parameters)."""
         params = node.args.args
-        if not params:
+        indices, acc_type = self._signature(node)
+        if not params and indices:
             raise self.unsupported("a nested function without an index parameter", node)
+        if not indices <= len(params) <= indices + 2:
+            raise self.type_error(f"nested def '{node.name}' takes {len(params)} parameters; its use passes "
+                                  f"{indices} index(es), then the accumulator and last_pass flag if any", node)
         scope = dict(self.scope)
-        typed = [(params[0].arg, I64)]
-        acc_type = rules.lambda_acc_type(node)
-        if len(params) >= 2:
-            typed.append((params[1].arg, acc_type))
-        if len(params) >= 3:
-            typed.append((params[2].arg, BOOL))
+        typed = [(a.arg, I64) for a in params[:indices]]
+        if len(params) > indices:
+            typed.append((params[indices].arg, acc_type))
+        if len(params) > indices + 1:
+            typed.append((params[indices + 1].arg, BOOL))
         scope.update({n: ("scalar", t) for n, t in typed})
         inner = _Lowerer(self.src, self.kernel, self.helpers, scope, in_helper=True,
-                         struct_params=self.struct_params)
+                         struct_params=self.struct_params, enclosing=self.scope, undeclared=self.undeclared)
         locals_, body = inner.function_body(node.body)
         if inner.return_types:
             raise self.unsupported("returning a value from a nested parallel body", node)
-        self.scope[node.name] = ("lambda", (node, acc_type))
-        return [ir.Lambda(node.name, tuple(typed), locals_, body, tuple(inner.first_helpers), loc=self.loc(node))]
+        self.scope[node.name] = ("lambda", (indices, acc_type))
+        return [ir.Lambda(node.name, tuple(typed), locals_, body, tuple(inner.first_helpers), indices=indices,
+                          loc=self.loc(node))]
+
+    def stmt_Nonlocal(self, node):
+        """``nonlocal x`` in a nested def: assigning x then sets the enclosing function's x, as every assignment
+        to an enclosing name does in kernels (C++ lambdas capture by reference)."""
+        if self.enclosing is None:
+            raise self.unsupported("nonlocal outside a nested def", node)
+        for name in node.names:
+            if name in self.own_locals:
+                raise self.type_error(f"'{name}' is declared nonlocal and annotated in the nested def", node)
+            if self.enclosing.get(name, ("",))[0] != "scalar":
+                raise self.type_error(f"nonlocal '{name}': the enclosing function has no local or accumulator "
+                                      "of that name", node)
+        return []
+
+    def stmt_AnnAssign_scratch(self, node):
+        """A ScratchView declaration (``scratch_declarations``): its extents must be the same for every thread of
+        the team, since every thread takes the View's bytes from the team's scratch memory in turn."""
+        decl = self.scratch[node.lineno, node.col_offset]
+        team = self.expr(node.value.args[0].func.value)
+        if team.type != TEAM:
+            raise self.type_error(f"'{decl.team}' is not the team member", node.value.args[0])
+        extents = []
+        for a in node.value.args[1:]:
+            value = self.expr(a)
+            if not (isinstance(value.type, DType) and not value.type.is_float):
+                raise self.type_error(f"extent '{ast.unparse(a)}' of ScratchView '{decl.name}' is not an integer", a)
+            varying = _team_varying(value, self.uniform)
+            if varying is not None:
+                raise self.unsupported(
+                    f"ScratchView '{decl.name}' with extent '{ast.unparse(a)}', which may differ between the threads "
+                    f"of a team", a, "every thread takes a ScratchView's bytes from the team's memory: use constants, "
+                    "scalar arguments the kernel does not assign, View extents, league_rank(), league_size() and "
+                    "team_size()")
+            extents.append(_convert(value, I64))
+        self.undeclared.discard(decl.name)
+        return [ir.ScratchView(decl.name, decl.type, team.id, decl.level, decl.per_thread, tuple(extents),
+                               loc=self.loc(node))]
 
     # --- expressions -----------------------------------------------------------------------
     def expr(self, node):
         if isinstance(node, ast.Call):
             value = self.call(node)
-            if isinstance(value, (ir.Print, ir.Barrier)):
+            if isinstance(value, (ir.Print, ir.Barrier, ir.Single)):
                 raise self.type_error(f"'{ast.unparse(node)}' has no value", node)
             return value
         method = getattr(self, "expr_" + type(node).__name__, None)
@@ -592,6 +779,8 @@ class _Lowerer:
         if sym is None:
             raise Unknown(node.id) if self.inferring else \
                 self.type_error(f"name '{node.id}' is used before any assignment", node)
+        if node.id in self.undeclared and not self.inferring:
+            raise self.type_error(f"ScratchView '{node.id}' is used before its declaration", node)
         kind, t = sym
         return ir.Name(node.id, None if kind == "lambda" else t, loc=self.loc(node))
 
@@ -791,6 +980,8 @@ class _Lowerer:
                 return ir.TeamQuery(target.id, func.attr, loc=loc)
             if func.attr == "team_barrier":
                 return ir.Barrier(target.id, loc=loc)
+            if func.attr in _SCRATCH_SPACES:
+                raise self.unsupported(f"'{ast.unparse(node)}' outside a ScratchView declaration", node, _SCRATCH_HINT)
         if isinstance(target.type, ViewType):
             if func.attr == "extent":
                 (dim,) = self._scalar_args(node, 1)
@@ -819,6 +1010,11 @@ class _Lowerer:
             return ir.Barrier(team.id, loc=loc)
         if name in ("parallel_for", "parallel_reduce", "parallel_scan"):
             return self.call_nested(name, node, statement)
+        if name == "single":
+            return self.call_single(node, statement)
+        if name.startswith("ScratchView"):
+            raise self.unsupported(f"pk.{name}(...) that is not the value of an annotated declaration", node,
+                                   _SCRATCH_HINT)
         raise self.unsupported(f"pk.{name} inside a kernel", node)
 
     def call_atomic(self, name, node):
@@ -871,6 +1067,15 @@ class _Lowerer:
                 raise self.type_error(f"printf conversion '%{conv}' is not supported in kernels", node)
         return ir.Print(fmt, args, loc=self.loc(node))
 
+    def _nested_body(self, fn, indices: int, what: str, hint: str):
+        """The name and accumulator type of the nested def ``fn`` that a call passes ``indices`` indices."""
+        sym = self.scope.get(fn.id) if isinstance(fn, ast.Name) else None
+        if sym is None or sym[0] != "lambda":
+            raise self.unsupported(f"{what} body that is not a nested def", fn, hint)
+        if sym[1][0] != indices:
+            raise self.type_error(f"nested def '{fn.id}' takes {sym[1][0]} index(es); {what} passes {indices}", fn)
+        return fn.id, sym[1][1]
+
     def call_nested(self, name, node, statement):
         if len(node.args) != 2:
             raise self.type_error(f"nested pk.{name} takes (range, function)", node)
@@ -878,24 +1083,53 @@ class _Lowerer:
         if not (isinstance(rng, ast.Call) and isinstance(rng.func, ast.Attribute) and rng.func.attr in _NESTED_RANGES):
             raise self.unsupported(f"pk.{name} inside a kernel outside TeamThreadRange/ThreadVectorRange", node,
                                    "nested parallelism needs a TeamPolicy workunit")
+        kind = rng.func.attr
+        if not rng.args:
+            raise self.type_error(f"{kind} needs the team member first", rng)
         team = self.expr(rng.args[0])
         if team.type != TEAM:
-            raise self.type_error(f"{rng.func.attr} needs the team member first", rng)
+            raise self.type_error(f"{kind} needs the team member first", rng)
         bounds = tuple(self.expr(a) for a in rng.args[1:])
-        if not 1 <= len(bounds) <= 2:
-            raise self.type_error(f"{rng.func.attr}(member, end) or (member, begin, end)", rng)
-        sym = self.scope.get(fn.id) if isinstance(fn, ast.Name) else None
-        if sym is None or sym[0] != "lambda":
-            raise self.unsupported("nested parallel body that is not a nested def", fn,
-                                   "define the body with 'def inner(j, ...):' inside the workunit")
-        _, acc_type = sym[1]
+        md = kind in _MD_RANGES
+        if md and not 2 <= len(bounds) <= 8:
+            raise self.type_error(f"{kind}(member, n0, n1, ...) takes 2 to 8 extents", rng)
+        if not md and not 1 <= len(bounds) <= 2:
+            raise self.type_error(f"{kind}(member, end) or (member, begin, end)", rng)
+        for value, a in zip(bounds, rng.args[1:]):
+            if not (isinstance(value.type, DType) and not value.type.is_float):
+                raise self.type_error(f"{kind} bound '{ast.unparse(a)}' is not an integer", a)
+        body, acc_type = self._nested_body(fn, len(bounds) if md else 1, f"nested pk.{name}",
+                                           "define the body with 'def inner(j, ...):' inside the workunit")
+        if name == "parallel_scan" and md:
+            raise self.unsupported(f"pk.parallel_scan over a {kind}", node, "Kokkos scans one-dimensional ranges")
         if name == "parallel_scan" and not statement:
             raise self.unsupported("using the result of a nested parallel_scan", node,
                                    "call it as a statement; the body's last_pass writes the prefix sums")
         if name != "parallel_reduce":
-            return ir.Nested(name, rng.func.attr, team.id, bounds, fn.id, None, loc=self.loc(node))
+            return ir.Nested(name, kind, team.id, bounds, body, None, loc=self.loc(node))
         self._tmp += 1
-        return ir.Nested(name, rng.func.attr, team.id, bounds, fn.id, acc_type or F64, self._tmp, loc=self.loc(node))
+        return ir.Nested(name, kind, team.id, bounds, body, acc_type or F64, self._tmp, loc=self.loc(node))
+
+    def call_single(self, node, statement):
+        """``pk.single(pk.PerTeam(team), body)`` or ``pk.single(pk.PerThread(team), body)``, ``body`` a nested def
+        without parameters (PyKokkos has no value-returning form)."""
+        hint = "write pk.single(pk.PerTeam(team_member), body) or pk.single(pk.PerThread(team_member), body)"
+        if len(node.args) != 2:
+            raise self.type_error("pk.single takes (pk.PerTeam(team_member) or pk.PerThread(team_member), body)", node)
+        per, fn = node.args
+        if not (isinstance(per, ast.Call) and isinstance(per.func, ast.Attribute) and per.func.attr in
+                ("PerTeam", "PerThread") and len(per.args) == 1):
+            raise self.type_error(f"pk.single's first argument '{ast.unparse(per)}' is not pk.PerTeam(team_member) "
+                                  "or pk.PerThread(team_member)", per, hint)
+        team = self.expr(per.args[0])
+        if team.type != TEAM:
+            raise self.type_error(f"pk.single needs the team member of a TeamPolicy workunit, got "
+                                  f"'{ast.unparse(per.args[0])}'", per, "launch the workunit with a pk.TeamPolicy")
+        if not statement:
+            raise self.type_error(f"'{ast.unparse(node)}' has no value", node,
+                                  "assign results inside the body (nonlocal names) or write them to a View")
+        body, _ = self._nested_body(fn, 0, "pk.single", "define the body with 'def body():' inside the workunit")
+        return ir.Single(per.func.attr, team.id, body, loc=self.loc(node))
 
 
 def _convert(value, t):

@@ -39,10 +39,11 @@ class ViewType:
     ndim: int
     layout: str = "right"  # "right" (C-contiguous) | "stride"
     atomic: bool = False  # PyKokkos's Atomic trait: stores and updates of its elements are lowered to atomics
+    scratch: bool = False  # a ScratchView: in its team's scratch memory, C-contiguous
 
     def __str__(self) -> str:
         traits = (", strided" if self.layout == "stride" else "") + (", atomic" if self.atomic else "")
-        return f"View{self.ndim}D[{self.dtype.name}{traits}]"
+        return f"{'ScratchView' if self.scratch else 'View'}{self.ndim}D[{self.dtype.name}{traits}]"
 
 
 @dataclass(frozen=True)
@@ -222,10 +223,11 @@ class TeamQuery(Node):
 
 @dataclass(frozen=True)
 class Nested(Node):
-    """Nested parallelism in a team kernel: ``pk.<kind>(pk.<range>(team, *bounds), body)``."""
+    """Nested parallelism in a team kernel: ``pk.<kind>(pk.<range>(team, *bounds), body)``; an MD range
+    (``TeamThreadMDRange``...) has one extent per index of its body as ``bounds``."""
 
     kind: str  # parallel_for | parallel_reduce | parallel_scan
-    range: str  # TeamThreadRange | ThreadVectorRange | TeamVectorRange
+    range: str  # TeamThreadRange | ThreadVectorRange | TeamVectorRange, or one of their MDRange forms
     team: str
     bounds: tuple
     body: str  # the Lambda's name
@@ -298,6 +300,31 @@ class Barrier(Node):
 
 
 @dataclass(frozen=True)
+class Single(Node):
+    """``pk.single(pk.<per>(team), body)``: the nested def ``body`` run by one thread of the team (PerTeam)
+    or once per thread, not per vector lane (PerThread); no barrier."""
+
+    per: str  # PerTeam | PerThread
+    team: str
+    body: str
+
+
+@dataclass(frozen=True)
+class ScratchView(Node):
+    """``name: pk.ScratchView<n>D[T] = pk.ScratchView<n>D(team.<space>(level), *extents)``, at the top level of
+    a team kernel: every thread takes the View's bytes from the team's scratch memory of ``level`` in turn, as
+    Kokkos does; ``per_thread`` (``thread_scratch``): each thread its own copy. The extents are the same for
+    every thread of a team, so a View that does not fit is a fault of the whole team at once."""
+
+    name: str
+    type: ViewType
+    team: str
+    level: int
+    per_thread: bool
+    extents: tuple
+
+
+@dataclass(frozen=True)
 class If(Node):
     test: object
     body: tuple
@@ -342,13 +369,15 @@ class Return(Node):
 
 @dataclass(frozen=True)
 class Lambda(Node):
-    """A nested def of a team kernel, the body of nested parallelism: index, then accumulator and flag."""
+    """A nested def of a team kernel, the body of nested parallelism or of ``pk.single``: ``indices`` indices (one
+    per dimension of its range; none for single), then accumulator and flag."""
 
     name: str
     params: tuple  # (name, type)
     locals: tuple  # (name, DType or StructType), hoisted
     body: tuple
     first_helpers: tuple = field(default=(), compare=False)
+    indices: int = 1
 
 
 # --- functions -----------------------------------------------------------------------------------

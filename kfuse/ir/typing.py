@@ -187,12 +187,14 @@ def helper_return(src, return_types: list):
     return ret
 
 
-def lambda_acc_type(node: ast.FunctionDef) -> DType | None:
-    """The accumulator type of a nested def (its second parameter), or None for a plain for body."""
+def lambda_acc_type(node: ast.FunctionDef, indices: int) -> DType | None:
+    """The accumulator type of a nested def with ``indices`` index parameters (the parameter after them), or None
+    for a plain for body."""
     params = node.args.args
-    if len(params) < 2:
+    if len(params) <= indices:
         return None
-    return annotation_dtype(params[1].annotation.value if params[1].annotation is not None else None) or F64
+    acc = params[indices].annotation
+    return annotation_dtype(acc.value if acc is not None else None) or F64
 
 
 def read_outside_its_loops(stmts, name: str) -> bool:
@@ -224,6 +226,8 @@ def infer_locals(stmts, known, type_of, fail) -> tuple[dict, set]:
             if isinstance(stmt, ast.FunctionDef):
                 lambdas[stmt.name] = stmt
                 continue
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.annotation.value, kt._ScratchAnnotation):
+                continue  # a scratch View, declared by the lowering
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 dtype = annotation_type(stmt.annotation.value)
                 if dtype is None:

@@ -77,6 +77,18 @@ class _Checker:
                 _check(isinstance(self.expr(a, scope), DType), f"{where}: prints a non-scalar")
         elif isinstance(s, ir.Barrier):
             _check(scope.get(s.team) == TEAM, f"{where}: '{s.team}' is not the team")
+        elif isinstance(s, ir.Single):
+            _check(scope.get(s.team) == TEAM, f"{where}: '{s.team}' is not the team")
+            body = scope.get(s.body)
+            _check(isinstance(body, ir.Lambda) and body.indices == 0 and not body.params,
+                   f"{where}: '{s.body}' is not a nested def without parameters before it")
+        elif isinstance(s, ir.ScratchView):
+            _check(function is None and scope.get(s.team) == TEAM, f"{where}: not in a team kernel's body")
+            _check(s.type.scratch and len(s.extents) == s.type.ndim and s.level in (0, 1), f"{where}: malformed")
+            for e in s.extents:
+                _check(self.expr(e, scope) == DType.int64, f"{where}: extent is not an int64")
+            _check(s.name not in scope, f"{where}: '{s.name}' is declared twice")
+            scope[s.name] = s.type
         elif isinstance(s, (ir.If, ir.While)):
             _check(isinstance(self.expr(s.test, scope), DType), f"{where}: the condition is not a scalar")
             self.block(s.body, scope, function)
@@ -179,7 +191,10 @@ class _Checker:
             _check(scope.get(e.team) == TEAM, f"{where}: '{e.team}' is not the team")
         elif isinstance(e, ir.Nested):
             _check(scope.get(e.team) == TEAM, f"{where}: '{e.team}' is not the team")
-            _check(isinstance(scope.get(e.body), ir.Lambda), f"{where}: '{e.body}' is not a nested def before it")
+            body = scope.get(e.body)
+            _check(isinstance(body, ir.Lambda), f"{where}: '{e.body}' is not a nested def before it")
+            _check(body.indices == (len(e.bounds) if e.range.endswith("MDRange") else 1),
+                   f"{where}: '{e.body}' takes {body.indices} indices")
             for b in e.bounds:
                 self.expr(b, scope)
         else:

@@ -204,9 +204,11 @@ def argument_range_error(spec: KernelSpec, name: str, fused: bool, bounds: tuple
 
 
 def policy_slots(policy) -> tuple:
-    """The leading slots of the argument buffer: the policy's bounds."""
+    """The leading slots of the argument buffer: the policy's bounds (a TeamPolicy's: league size, team size, vector
+    length, then its scratch bytes per team and per thread of levels 0 and 1)."""
     if isinstance(policy, RangePolicy):
         return (policy.begin, policy.end)
     if isinstance(policy, MDRangePolicy):
         return policy.begins + policy.ends
-    return (policy.league_size, policy.team_size, policy.vector_length)
+    (team0, thread0), (team1, thread1) = policy.scratch
+    return (policy.league_size, policy.team_size, policy.vector_length, team0, thread0, team1, thread1)
