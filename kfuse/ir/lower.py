@@ -338,7 +338,7 @@ class _Lowerer:
 
     def __init__(self, src, kernel, helpers: _Helpers, scope: dict, in_helper: bool = False,
                  accumulators: frozenset = frozenset(), struct_params: frozenset | None = None, scratch: tuple = (),
-                 uniform: frozenset = frozenset(), enclosing: dict | None = None, undeclared: set | None = None):
+                 uniform: frozenset = frozenset(), undeclared: set | None = None):
         self.src = src
         self.kernel = kernel  # the workunit's KernelSource (src is a helper's inside a helper)
         self.helpers = helpers
@@ -354,8 +354,6 @@ class _Lowerer:
         self.uniform = uniform
         # ScratchViews not declared yet where the statements being lowered are (shared with nested defs)
         self.undeclared = {d.name for d in scratch} if undeclared is None else undeclared
-        self.enclosing = enclosing  # a nested def's: the enclosing function's names (nonlocal may name them)
-        self.own_locals: set = set()
         self.return_types: list = []
         self.loop_vars: set = set()
         self.inferring = False
@@ -406,7 +404,6 @@ class _Lowerer:
             self.inferring = False
         for name, t in found.items():
             self.scope[name] = (_kind(t), t)
-        self.own_locals = set(found)
         return tuple(found.items()), self.block(stmts)
 
     def _signature(self, node: ast.FunctionDef) -> tuple:
@@ -414,8 +411,9 @@ class _Lowerer:
         uses = _nested_uses(self.src).get(node.name, {})
         if len(uses) > 1:
             counts = sorted(uses)
+            last = max(uses.values(), key=lambda call: (call.lineno, call.col_offset))
             raise self.type_error(f"nested def '{node.name}' is given {counts[0]} and {counts[1]} indices by its uses",
-                                  uses[counts[1]], "give each use its own nested def")
+                                  last, "give each use its own nested def")
         indices = next(iter(uses), 1)
         return indices, rules.lambda_acc_type(node, indices)
 
@@ -566,7 +564,7 @@ class _Lowerer:
 
     def stmt_AnnAssign(self, node):
         if (node.lineno, node.col_offset) in self.scratch:
-            return self.stmt_AnnAssign_scratch(node)
+            return self.scratch_view(node)
         if _is_scratch(node):
             raise self.unsupported("a ScratchView declared inside a block, nested def or helper", node, _SCRATCH_HINT)
         if node.value is None:
@@ -692,9 +690,11 @@ class _Lowerer:
         indices, acc_type = self._signature(node)
         if not params and indices:
             raise self.unsupported("a nested function without an index parameter", node)
-        if not indices <= len(params) <= indices + 2:
-            raise self.type_error(f"nested def '{node.name}' takes {len(params)} parameters; its use passes "
-                                  f"{indices} index(es), then the accumulator and last_pass flag if any", node)
+        if not indices <= len(params) <= (indices + 2 if indices else 0):
+            what = f"{indices} index(es), then the accumulator and last_pass flag if any" if indices else \
+                "none (pk.single calls its body without arguments)"
+            raise self.type_error(f"nested def '{node.name}' takes {len(params)} parameters; its use passes {what}",
+                                  node)
         scope = dict(self.scope)
         typed = [(a.arg, I64) for a in params[:indices]]
         if len(params) > indices:
@@ -703,7 +703,7 @@ class _Lowerer:
             typed.append((params[indices + 1].arg, BOOL))
         scope.update({n: ("scalar", t) for n, t in typed})
         inner = _Lowerer(self.src, self.kernel, self.helpers, scope, in_helper=True,
-                         struct_params=self.struct_params, enclosing=self.scope, undeclared=self.undeclared)
+                         struct_params=self.struct_params, undeclared=self.undeclared)
         locals_, body = inner.function_body(node.body)
         if inner.return_types:
             raise self.unsupported("returning a value from a nested parallel body", node)
@@ -712,19 +712,11 @@ class _Lowerer:
                           loc=self.loc(node))]
 
     def stmt_Nonlocal(self, node):
-        """``nonlocal x`` in a nested def: assigning x then sets the enclosing function's x, as every assignment
-        to an enclosing name does in kernels (C++ lambdas capture by reference)."""
-        if self.enclosing is None:
-            raise self.unsupported("nonlocal outside a nested def", node)
-        for name in node.names:
-            if name in self.own_locals:
-                raise self.type_error(f"'{name}' is declared nonlocal and annotated in the nested def", node)
-            if self.enclosing.get(name, ("",))[0] != "scalar":
-                raise self.type_error(f"nonlocal '{name}': the enclosing function has no local or accumulator "
-                                      "of that name", node)
+        """``nonlocal x`` in a nested def (Python has checked that an enclosing function binds x): assigning x then
+        sets that x, as every assignment to an enclosing name does in kernels (C++ lambdas capture by reference)."""
         return []
 
-    def stmt_AnnAssign_scratch(self, node):
+    def scratch_view(self, node):
         """A ScratchView declaration (``scratch_declarations``): its extents must be the same for every thread of
         the team, since every thread takes the View's bytes from the team's scratch memory in turn."""
         decl = self.scratch[node.lineno, node.col_offset]
