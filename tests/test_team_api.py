@@ -494,6 +494,12 @@ def test_compiled_team_api():
     with pytest.raises(pk.KernelScratchError) as info:
         run_two_views(4, 47)
     check_does_not_fit(info.value, 48, 47)
+    with pytest.raises(pk.KernelScratchError) as info:
+        run_two_views(2 ** 61, 64)
+    check_does_not_fit(info.value, 2 ** 63 - 1, 64)
+    with pytest.raises(pk.KernelScratchError, match="negative extent -2 in dimension 0"):
+        run_two_views(-2, 64)
+    np.testing.assert_array_equal(run_two_views(4, 48), [3.0, 3.0, 3.0])
 
 
 # --- IR and C++, no compiler -------------------------------------------------------------------------------------

@@ -218,7 +218,7 @@ KOKKOS_INLINE_FUNCTION KfScratch kf_scratch_start(const int64_t* bytes, int64_t 
 template <class... N>
 KOKKOS_INLINE_FUNCTION bool kf_scratch_take(KfScratch& s, int level, int64_t slices, int64_t size, int site,
                                             int extent_site, N... n) {
-  const int64_t most = std::numeric_limits<int64_t>::max();
+  const int64_t most = INT64_MAX;  // a macro: device code may not call numeric_limits
   const int64_t extents[] = {static_cast<int64_t>(n)...};
   int64_t bytes = size * slices;  // saturates at `most`
   for (int d = 0; d < static_cast<int>(sizeof...(N)); ++d) {
