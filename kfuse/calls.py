@@ -412,8 +412,8 @@ def _check_scratch(wu: Workunit, binding: _Binding, policy) -> None:
             where = f"{binding.prepared.source.filename}:{decl.node.lineno}"
             per = "PerThread" if decl.per_thread else "PerTeam"
             kind = f"pk.ScratchView{decl.type.ndim}D[pk.{decl.type.dtype.name}]"
-            raise ArgumentError(f"workunit '{wu.__name__}' ({where}): ScratchView '{decl.name}' takes level-{decl.level} "
-                                f"scratch memory, which its TeamPolicy does not set; launch it with "
+            raise ArgumentError(f"workunit '{wu.__name__}' ({where}): ScratchView '{decl.name}' takes "
+                                f"level-{decl.level} scratch memory, which its TeamPolicy does not set; launch it with "
                                 f"policy.set_scratch_size({decl.level}, pk.{per}(bytes)), bytes from "
                                 f"{kind}.shmem_size(...) of each such View")
 

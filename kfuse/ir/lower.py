@@ -33,7 +33,8 @@ _TEAM_QUERIES = ("league_rank", "team_rank", "team_size", "league_size")
 _MD_RANGES = ("TeamThreadMDRange", "ThreadVectorMDRange", "TeamVectorMDRange")
 _NESTED_RANGES = ("TeamThreadRange", "ThreadVectorRange", "TeamVectorRange", *_MD_RANGES)
 _SCRATCH_SPACES = ("team_scratch", "thread_scratch")
-_SCRATCH_HINT = "declare it at the top of the workunit: s: pk.ScratchView1D[float] = pk.ScratchView1D(team.team_scratch(0), n)"
+_SCRATCH_HINT = ("declare it at the top of the workunit: "
+                 "s: pk.ScratchView1D[float] = pk.ScratchView1D(team.team_scratch(0), n)")
 _EXPR_NAMES = {ast.List: "list literal", ast.Tuple: "tuple", ast.Slice: "slice"}
 
 
@@ -500,7 +501,8 @@ class _Lowerer:
         if not isinstance(node.value, ast.Call):
             raise self.unsupported("an expression statement with no effect", node)
         effect = self.call(node.value, statement=True)
-        return [effect if isinstance(effect, (ir.Print, ir.Barrier, ir.Single)) else ir.Eval(effect, loc=self.loc(node))]
+        statement = isinstance(effect, (ir.Print, ir.Barrier, ir.Single))
+        return [effect if statement else ir.Eval(effect, loc=self.loc(node))]
 
     def _target(self, target):
         """(kind, what, indices, type) of an assignment target: a local or accumulator (``what``: its name),
