@@ -20,7 +20,8 @@ Why the runs are set up as they are:
   Programs that need a GPU, and GPU-Puzzles/puzzle5.py, which indexes outside its arrays (no implementation can
   run it correctly), are listed as skipped with the reason, not run.
 - Kernels run on one OpenMP thread (KFUSE_NUM_THREADS=1): programs run side by side on a small machine, and
-  ``pk.printf`` lines from parallel threads would otherwise come in a different order each run.
+  ``pk.printf`` lines from parallel threads would otherwise come in a different order each run. A program whose
+  TeamPolicy asks for larger teams gets that many threads (Kokkos refuses a team larger than its thread pool).
 - Programs that draw unseeded random numbers get ``random.seed(0)`` and ``numpy.random.seed(0)`` through a
   ``sitecustomize`` module, so the eager and the fused run see the same data.
 - NaiveBayes/GaussianNB.py and LogisticRegression/LR.py were written (Sept.-Nov. 2022) against scikit-learn
@@ -76,7 +77,8 @@ def small_lj(cwd: Path, work: Path) -> None:
 @dataclass(frozen=True)
 class Program:
     """How to run one example: ``args`` ({work} is a private folder, filled by ``setup(cwd, work)``), ``cwd``
-    relative to examples/ (default: the program's own folder), ``masks``, and ``why`` these choices."""
+    relative to examples/ (default: the program's own folder), ``masks``, OpenMP ``threads``, and ``why`` these
+    choices."""
     args: tuple = ()
     why: str = ""
     masks: tuple = ()
@@ -85,6 +87,7 @@ class Program:
     seed: bool = False
     sklearn: bool = False
     skip: Optional[str] = None
+    threads: int = 1
 
 
 def skipped(reason: str) -> Program:
@@ -127,6 +130,7 @@ PROGRAMS = {
     **{f"kokkos-tutorials/workload/{name}.py": Program(TEAM_TUTORIAL, "8 teams of 16x16 (log2 sizes), 10 repeats",
                                                        (TIMER,))
        for name in ("team_scratch_memory", "team_vector_loop")},
+    "pykokkos/team_thread_mdrange.py": Program(threads=16, why="its TeamPolicy(16, 16) needs teams of 16 threads"),
     # kokkos-benchmarks: positional sizes as in their "example args" comments, scaled down; team size 1 (one thread).
     "kokkos-benchmarks/standalone/bytes_and_flops.py": Program(
         ("2", "64", "32", "2", "1", "8", "4", "1", "0", "--execution_space", "OpenMP"),
@@ -294,10 +298,11 @@ def check(path: str, program: Program, examples: Path, python: str, timeout: flo
 
 
 def child_environment(work: Path, program: Program) -> dict:
-    """This environment with CUDA off, one OpenMP thread, fusion left to the switch, this repository's kfuse
-    first on the path, and for seeded programs a sitecustomize that seeds ``random`` and ``numpy.random``."""
+    """This environment with CUDA off, the program's OpenMP threads (one unless its teams need more), fusion left
+    to the switch, this repository's kfuse first on the path, and for seeded programs a sitecustomize that seeds
+    ``random`` and ``numpy.random``."""
     env = {k: v for k, v in os.environ.items() if k != "KFUSE_FUSION"}
-    env.update(CUDA_VISIBLE_DEVICES="", KFUSE_DEFAULT_SPACE="OpenMP", KFUSE_NUM_THREADS="1")
+    env.update(CUDA_VISIBLE_DEVICES="", KFUSE_DEFAULT_SPACE="OpenMP", KFUSE_NUM_THREADS=str(program.threads))
     path = [str(REPO)]
     if program.seed:
         (work / "sitecustomize.py").write_text("import random\nimport numpy\nrandom.seed(0)\nnumpy.random.seed(0)\n")
