@@ -65,8 +65,8 @@ def _analyse(prepared) -> KernelPattern:
         return KernelPattern({}, "a scan (parallel_scan) has a cross-thread dependence", frozenset())
     if spec.policy == "team" and scratch_declarations(src):
         return KernelPattern({}, "a TeamPolicy kernel with team scratch memory (per-team state: fused, two kernels' "
-                                 "ScratchViews would share one scratch allocation and their barriers both bodies)",
-                             frozenset())
+                                 "ScratchViews would share one team allocation and their barriers would span both "
+                                 "bodies)", frozenset())
     if spec.policy == "team":
         return KernelPattern({}, "a TeamPolicy kernel (team threads share data)", frozenset())
     if spec.space == "Debug":
