@@ -504,12 +504,13 @@ def test_compiled_team_api():
 
 # --- IR and C++, no compiler -------------------------------------------------------------------------------------
 @pytest.mark.backend("null")
-def test_ir_and_cpp_of_the_team_api():
+def test_ir_and_cpp_of_the_team_api(kfuse_runtime):
     pk.parallel_for(tiles_policy(2, 1, 3), scratch_tiles, a=pk.View([2, 3]), out=pk.View([2, 4]))
     pk.parallel_for(pk.TeamPolicy(2, 1), md_fill, A=pk.View([2, 2, 2]), B=pk.View([2, 2]), C=pk.View([2]), N1=2, N2=2)
     pk.parallel_for(pk.TeamPolicy(2, 1).set_scratch_size(1, pk.PerThread(24)), per_thread_counts,
                     a=pk.View([2, 2], pk.int64), sums=pk.View([2], pk.int64), seen=pk.View([2], pk.int64))
-    specs = {wu: next(iter(wu.specializations.values())) for wu in (scratch_tiles, md_fill, per_thread_counts)}
+    specs = {wu: next(p for p in wu.specializations.values() if p.backend is kfuse_runtime.backend)
+             for wu in (scratch_tiles, md_fill, per_thread_counts)}
     kernels = {wu: lowered(p.source, p.spec) for wu, p in specs.items()}
     for kernel in kernels.values():
         verify(kernel)
