@@ -261,12 +261,13 @@ def tile_sum(tile: pk.View2D[pk.double], row: int, n: int) -> float:
 
 @pk.workunit
 def scratch_tiles(team: pk.TeamMember, a: pk.View2D[pk.double], out: pk.View2D[pk.double]):
-    """Two ScratchViews of different element sizes (the int8 one misaligns the double one, which shmem_size's
-    extra element pays for), filled by the team, read after a barrier, one handed to a helper."""
+    """ScratchViews of different element sizes (the int8 one misaligns the double one, which shmem_size's extra
+    element pays for), filled by the team, read after a barrier, one handed to a helper, one counted atomically."""
     r: int = team.league_rank()
     n: int = a.extent(1)
     weights: pk.ScratchView1D[pk.int8] = pk.ScratchView1D(team.team_scratch(0), 3)
     tile: pk.ScratchView2D[pk.double] = pk.ScratchView2D(team.team_scratch(0), 2, a.extent(1))
+    positive: pk.ScratchView1D[pk.int64] = pk.ScratchView1D(team.team_scratch(0), 1)
 
     def fill(j: int):
         tile[0][j] = a[r][j]
@@ -278,16 +279,21 @@ def scratch_tiles(team: pk.TeamMember, a: pk.View2D[pk.double], out: pk.View2D[p
         weights[0] = 1
         weights[1] = -2
         weights[2] = 3
+        positive[0] = 0
 
     pk.single(pk.PerTeam(team), set_weights)
     team.team_barrier()
 
     def shifted(j: int):
         out[r][j] = tile[0][(j + 1) % n] * weights[0] + tile[1][j] * weights[2] + weights[1] + len(weights)
+        if a[r][j] > 0.0:
+            pk.atomic_add(positive, [0], 1)
 
     pk.parallel_for(pk.TeamThreadRange(team, n), shifted)
+    team.team_barrier()
     if team.team_rank() == 0:
         out[r][n] = tile_sum(tile, 1, n)
+        out[r][n + 1] = positive[0]
 
 
 @pk.workunit
@@ -309,7 +315,8 @@ def per_thread_counts(team: pk.TeamMember, a: pk.View2D[pk.int64], sums: pk.View
 
 
 def tiles_policy(league: int, team: int, n: int) -> pk.TeamPolicy:
-    size = pk.ScratchView1D[pk.int8].shmem_size(3) + pk.ScratchView2D[pk.double].shmem_size(2, n)
+    size = pk.ScratchView1D[pk.int8].shmem_size(3) + pk.ScratchView2D[pk.double].shmem_size(2, n) + \
+        pk.ScratchView1D[pk.int64].shmem_size(1)
     return pk.TeamPolicy(league, team).set_scratch_size(0, pk.PerTeam(size))
 
 
@@ -320,7 +327,7 @@ def scratch_program(team: int):
     def program():
         policy = pk.TeamPolicy(L, team).set_scratch_size(0, pk.PerTeam(pk.ScratchView1D[float].shmem_size(M)))
         r = pk.parallel_reduce(policy, scratch_yAx, y=view_of(y), x=view_of(x), A=view_of(A), M=M)
-        out = pk.View([L, M + 1])
+        out = pk.View([L, M + 2])
         pk.parallel_for(tiles_policy(L, team, M), scratch_tiles, a=view_of(a), out=out)
         sums, seen = pk.View([L], pk.int64), pk.View([L], pk.int64)
         counters = pk.TeamPolicy(L, team).set_scratch_size(1, pk.PerThread(pk.ScratchView1D[pk.int64].shmem_size(2)))
@@ -332,6 +339,7 @@ def scratch_program(team: int):
         expected = np.roll(a, -1, axis=1) * 1 + a * a * 3 - 2 + 3
         np.testing.assert_allclose(out[:, :M], expected, rtol=1e-14)
         np.testing.assert_allclose(out[:, M], (a * a).sum(axis=1), rtol=1e-13)
+        np.testing.assert_array_equal(out[:, M + 1], (a > 0).sum(axis=1))
         np.testing.assert_array_equal(sums, ints.sum(axis=1))
         np.testing.assert_array_equal(seen, np.full(L, M))
 
@@ -456,9 +464,9 @@ def test_team_kernels_with_scratch_are_not_fused_and_explain_says_why():
     a = data(12, (L, M))
 
     def program():  # the second call reads what the first wrote: one partition
-        out, out2 = pk.View([L, M + 1]), pk.View([L, M + 2])
+        out, out2 = pk.View([L, M + 2]), pk.View([L, M + 4])
         pk.parallel_for(tiles_policy(L, 1, M), scratch_tiles, a=view_of(a), out=out)
-        pk.parallel_for(tiles_policy(L, 1, M + 1), scratch_tiles, a=out, out=out2)
+        pk.parallel_for(tiles_policy(L, 1, M + 2), scratch_tiles, a=out, out=out2)
         return out2.copy()
 
     expected, got, stats, text = run_eager_and_fused(program)
@@ -505,7 +513,7 @@ def test_compiled_team_api():
 # --- IR and C++, no compiler -------------------------------------------------------------------------------------
 @pytest.mark.backend("null")
 def test_ir_and_cpp_of_the_team_api(kfuse_runtime):
-    pk.parallel_for(tiles_policy(2, 1, 3), scratch_tiles, a=pk.View([2, 3]), out=pk.View([2, 4]))
+    pk.parallel_for(tiles_policy(2, 1, 3), scratch_tiles, a=pk.View([2, 3]), out=pk.View([2, 5]))
     pk.parallel_for(pk.TeamPolicy(2, 1), md_fill, A=pk.View([2, 2, 2]), B=pk.View([2, 2]), C=pk.View([2]), N1=2, N2=2)
     pk.parallel_for(pk.TeamPolicy(2, 1).set_scratch_size(1, pk.PerThread(24)), per_thread_counts,
                     a=pk.View([2, 2], pk.int64), sums=pk.View([2], pk.int64), seen=pk.View([2], pk.int64))
