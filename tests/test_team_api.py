@@ -663,7 +663,7 @@ ERRORS = [
     (scratch_in_block, "s: pk", pk.UnsupportedSyntaxError, "a ScratchView declared inside a block"),
     (scratch_without_dtype, "s: pk", pk.KernelTypeError, "ScratchView 's' needs its element type"),
     (scratch_by_rank, "s: pk", pk.UnsupportedSyntaxError, "which may differ between the threads of a team"),
-    (scratch_by_local, "s: pk", pk.UnsupportedSyntaxError, "extent 'n', which may differ"),
+    (scratch_by_local, "s: pk", pk.UnsupportedSyntaxError, "which may differ between the threads of a team"),
     (scratch_level_two, "s: pk", pk.KernelTypeError, "scratch level '2' of ScratchView 's' is not 0 or 1"),
     (scratch_wrong_rank, "s: pk", pk.KernelTypeError, "ScratchView2D 's' needs 2 extent(s), got 1"),
     (scratch_used_early, "s[j] = 1.0", pk.KernelTypeError, "ScratchView 's' is used before its declaration"),
