@@ -85,6 +85,12 @@ def promote(a: DType, b: DType) -> DType:
     return DType.int64 if widest.bits < 64 else widest
 
 
+def element_dtype(obj) -> DType:
+    """A View's element type, as ``dtype_of`` gives it except that Python's ``int`` is ``pk.int32`` (a C++ int),
+    as PyKokkos makes ``pk.View(shape, int)`` and reads ``pk.View1D[int]``. Scalars keep ``int`` as int64."""
+    return DType.int32 if obj is int else dtype_of(obj)
+
+
 class _ViewAnnotation:
     """``pk.View1D[pk.double]``: a View of fixed rank, optionally a fixed dtype."""
 
@@ -93,7 +99,7 @@ class _ViewAnnotation:
         self.dtype = dtype
 
     def __getitem__(self, dtype) -> "_ViewAnnotation":
-        return _ViewAnnotation(self.rank, dtype_of(dtype))
+        return _ViewAnnotation(self.rank, element_dtype(dtype))
 
     def __repr__(self) -> str:
         return f"View{self.rank or ''}D[{self.dtype!r}]"

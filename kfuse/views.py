@@ -17,7 +17,7 @@ from . import context, escape
 from .escape import byte_bounds as _byte_bounds
 from .errors import public_error
 from .spaces import MemorySpace
-from .types import DType, dtype_of
+from .types import DType, dtype_of, element_dtype
 
 _uids = itertools.count(1)
 
@@ -126,7 +126,7 @@ def _allocate(shape, dtype, space, layout) -> np.ndarray:
     shape = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"View shape must be non-negative, got {shape}")
-    return np.zeros(shape, dtype=dtype_of(dtype).np, order="F" if layout is Layout.LayoutLeft else "C")
+    return np.zeros(shape, dtype=element_dtype(dtype).np, order="F" if layout is Layout.LayoutLeft else "C")
 
 
 class View:

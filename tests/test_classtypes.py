@@ -279,9 +279,9 @@ def halo_arrays(n_local: int, n_ghost: int):
     x[:n_local], v[:n_local] = rng.uniform(0, 10, (n_local, 3)), rng.uniform(-1, 1, (n_local, 3))
     q = np.zeros(n)
     q[:n_local] = rng.uniform(-1, 1, n_local)
-    ids, types = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    ids, types = np.zeros(n, np.int32), np.zeros(n, np.int32)
     ids[:n_local], types[:n_local] = np.arange(n_local) + 1000, np.arange(n_local) % 3
-    pack = rng.permutation(n_local)[:n_ghost].astype(np.int64)
+    pack = rng.permutation(n_local)[:n_ghost].astype(np.int32)
     return x, v, q, ids, types, pack
 
 

@@ -164,3 +164,8 @@ def test_compiled_kernels_on_layout_left():
     eager, fused, _, _ = run_eager_and_fused(layout_program(pk.Layout.LayoutLeft))
     assert_same(eager, fused)
     assert_same(expected_2d(), eager)
+
+
+def test_python_int_is_pykokkos_int32_for_view_elements():
+    assert pk.View([3], int).dtype is pk.int32 and np.asarray(pk.View([3], int)).dtype == np.int32
+    assert pk.View1D[int].dtype is pk.int32 and pk.View1D[float].dtype is pk.double
