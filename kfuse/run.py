@@ -15,7 +15,8 @@ import sys
 
 import kfuse
 
-from . import config
+from . import config, context, engine
+from .fuser import explain
 
 ALIAS = "pykokkos"
 
@@ -41,6 +42,8 @@ def _parse(argv: list) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m kfuse run",
                                      description="Run an unmodified PyKokkos program on kfuse.")
     parser.add_argument("--fusion", action="store_true", help="trace and fuse kernels (same as KFUSE_FUSION=1)")
+    parser.add_argument("--explain", action="store_true",
+                        help="at the end, print to stderr which groups fusion formed and why calls split")
     parser.add_argument("program", help="the program's .py file")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments")
     return parser.parse_args(argv)
@@ -61,6 +64,7 @@ def main(argv: list) -> None:
     sys.argv = [program, *options.args]
     if not sys.flags.safe_path:  # ``python -m`` put the working folder first; ``python program.py`` puts its own
         sys.path[0] = os.path.dirname(os.path.abspath(program))
+    sink = context.current().record_sink = [] if options.explain else None
     try:
         runpy.run_path(program, run_name="__main__")
     except Exception as error:
@@ -71,3 +75,14 @@ def main(argv: list) -> None:
             error.with_traceback(tb)
         sys.excepthook(type(error), error, error.__traceback__)
         sys.exit(1)
+    finally:
+        if sink is not None:
+            _explain(sink)
+
+
+def _explain(sink: list) -> None:
+    """The ``--explain`` summary, once the work still pending has run (so its groups count too)."""
+    try:
+        engine.flush_all()
+    finally:
+        print(explain.summary(sink), file=sys.stderr)

@@ -113,3 +113,22 @@ def test_pykokkos_is_not_importable_outside_kfuse_run():
     done = subprocess.run([sys.executable, "-c", "import pykokkos"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "ModuleNotFoundError: No module named 'pykokkos'" in done.stderr
+
+
+def test_explain_prints_the_groups_of_the_whole_run_to_stderr(tmp_path):
+    done = run(tmp_path, STANDALONE, "--fusion", "--explain", "program.py", "8")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["fused"] == 1  # the program's own output is unchanged
+    assert "kfuse: 1 flushes, 3 calls -> 1 kernel launches" in done.stderr
+    assert "1x  axpy + square + total" in done.stderr, done.stderr
+
+
+def test_explain_summary_counts_groups_and_splits():
+    from kfuse.fuser.explain import FlushRecord, summary
+    from kfuse.fuser.planner import Reason, Split
+
+    split = Reason(Split.NOT_THREAD_LOCAL, "c reads x[i - 1], written by another thread")
+    records = [FlushRecord(k, ["a", "b", "c"], [[0, 1], [2]], [(2, split)], 0.0, False, True) for k in range(3)]
+    text = summary(records)
+    assert "3 flushes, 9 calls -> 6 kernel launches" in text and "3x  a + b" in text
+    assert "calls run alone: c (3x)" in text and "splits (times): access not local to its thread (3x)" in text

@@ -1,6 +1,7 @@
 """``pk.explain()``: a readable account of the last flushes — partitions, groups, and why groups split."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 
@@ -50,3 +51,25 @@ def report(rt, last: int | None = None) -> str:
     if not recs:
         return "kfuse: no flushes yet (is fusion enabled? pk.enable_fusion())"
     return "\n".join(r.text() for r in recs)
+
+
+def summary(records: list) -> str:
+    """What a whole run's flushes did: each group formed (by its calls' names) and each split reason, counted;
+    ``python -m kfuse run --explain`` prints it at the end of a program."""
+    groups, splits = Counter(), Counter()
+    calls = launches = 0
+    for rec in records:
+        calls += len(rec.call_names)
+        launches += len(rec.groups)
+        groups.update(" + ".join(rec.call_names[i] for i in members) for members in rec.groups)
+        splits.update(reason.kind.value for _, reason in rec.boundaries)
+    lines = [f"kfuse: {len(records)} flushes, {calls} calls -> {launches} kernel launches"]
+    fused = [(n, g) for g, n in groups.most_common() if " + " in g]
+    lines.append("  fused groups (times formed):" if fused else "  no fused groups")
+    lines += [f"    {n:6d}x  {g}" for n, g in fused]
+    alone = [(n, g) for g, n in groups.most_common() if " + " not in g]
+    if alone:
+        lines.append("  calls run alone: " + ", ".join(f"{g} ({n}x)" for n, g in alone))
+    if splits:
+        lines.append("  splits (times): " + "; ".join(f"{r} ({n}x)" for r, n in splits.most_common()))
+    return "\n".join(lines)
