@@ -53,6 +53,14 @@ def _sig(view) -> tuple:
     return base + (Trait.Atomic,) if view.trait is Trait.Atomic else base
 
 
+def _memory(x, write: bool):
+    """A View's array, once pending kernels are done with it (others pass as they are)."""
+    if not isinstance(x, View):
+        return x
+    host_barrier(x, write)
+    return x._array
+
+
 def _in_place(op):
     """A View's ``__i<op>__``: ``op`` on its array in place, as NumPy does (same casting rules), after the barrier."""
     def apply(self, other):
@@ -286,6 +294,27 @@ class View:
     __ifloordiv__, __imod__, __ipow__ = map(_in_place, (operator.ifloordiv, operator.imod, operator.ipow))
     __iand__, __ior__, __ixor__, __ilshift__, __irshift__ = map(_in_place, (
         operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        """NumPy's functions compute on Views' memory, after the barrier: ``np.exp(v, out=v)`` writes the View
+        (scikit-learn does this), any other result is a NumPy array."""
+        arrays = [_memory(x, False) for x in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(_memory(o, True) for o in out)
+        result = getattr(ufunc, method)(*arrays, **kwargs)
+        if out is None:
+            return result
+        return out[0] if len(out) == 1 else out
+
+    # `view + x`, `2 * view[1:3]` ...: NumPy arrays, computed at once (kfuse's traced array operations are pk.add...)
+    __add__, __radd__ = (lambda a, b: np.add(a, b)), (lambda a, b: np.add(b, a))
+    __sub__, __rsub__ = (lambda a, b: np.subtract(a, b)), (lambda a, b: np.subtract(b, a))
+    __mul__, __rmul__ = (lambda a, b: np.multiply(a, b)), (lambda a, b: np.multiply(b, a))
+    __truediv__, __rtruediv__ = (lambda a, b: np.true_divide(a, b)), (lambda a, b: np.true_divide(b, a))
+    __floordiv__, __rfloordiv__ = (lambda a, b: np.floor_divide(a, b)), (lambda a, b: np.floor_divide(b, a))
+    __mod__, __rmod__ = (lambda a, b: np.mod(a, b)), (lambda a, b: np.mod(b, a))
+    __pow__, __rpow__ = (lambda a, b: np.power(a, b)), (lambda a, b: np.power(b, a))
+    __neg__, __abs__ = (lambda a: np.negative(a)), (lambda a: np.absolute(a))
 
     def __iter__(self):
         host_barrier(self, False)

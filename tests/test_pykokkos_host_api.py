@@ -663,3 +663,23 @@ def test_copying_an_object_shares_its_views_as_in_pykokkos():
     assert clone.x is original.x and copy.copy(original.x) is original.x
     clone.x.resize(0, 4)  # ExaMiniMD grows a deep-copied System's Views and reads them through the original
     assert original.x.shape == (4, 3)
+
+
+@pk.workunit
+def plus_one(i, a: pk.View1D[pk.double]):
+    a[i] = a[i] + 1.0
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+def test_numpy_functions_and_arithmetic_on_views_see_pending_kernels(fusion):
+    """scikit-learn calls np.exp(X, out=X) on what PyKokkos programs hand it; host arithmetic gives arrays."""
+    if fusion:
+        pk.enable_fusion()
+    v = pk.View([4], pk.double)
+    pk.parallel_for(4, plus_one, a=v)  # pending under fusion: the NumPy calls below must see it
+    doubled = 2 * v + v[0:4]
+    np.exp(v, out=v)
+    assert isinstance(doubled, np.ndarray) and doubled.tolist() == [3.0] * 4
+    np.testing.assert_array_equal(np.asarray(v), np.full(4, np.e))
+    pk.parallel_for(4, plus_one, a=v)
+    np.testing.assert_array_equal(-v, -(np.e + 1.0) * np.ones(4))
