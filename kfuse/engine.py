@@ -169,7 +169,10 @@ def _escaped_views(call) -> list:
     args, view_params = call.args, call.prepared.view_params
     if escape.live():
         return [args[i] for i, write in view_params if args[i].escaped(write)]
-    return [args[i] for i, _ in view_params if type(args[i]) is not views.View]
+    return [args[i] for i, _ in view_params if isinstance(args[i], _REACHABLE)]
+
+
+_REACHABLE = (views.NumpyArgument, views.DeviceView)  # arguments the caller holds directly (View subclasses are not)
 
 
 def enable_fusion(trace_only: bool = False) -> None:

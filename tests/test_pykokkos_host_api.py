@@ -683,3 +683,20 @@ def test_numpy_functions_and_arithmetic_on_views_see_pending_kernels(fusion):
     np.testing.assert_array_equal(np.asarray(v), np.full(4, np.e))
     pk.parallel_for(4, plus_one, a=v)
     np.testing.assert_array_equal(-v, -(np.e + 1.0) * np.ones(4))
+
+
+@pk.workunit
+def times_two(i, a: pk.View1D[pk.double]):
+    a[i] = 2.0 * a[i]
+
+
+def test_view_subclass_arguments_are_traced_and_fused_like_views():
+    """ExaMiniMD's Views are subclasses (class t_x(pk.View)); they are kfuse's memory, not the caller's arrays."""
+    pk.enable_fusion()
+    v = MyView(6, pk.double)
+    v.fill(1.5)
+    pk.parallel_for(6, plus_one, a=v)
+    pk.parallel_for(6, times_two, a=v)
+    assert pk.stats()["escaped_calls"] == 0 and pk.stats()["kernels_launched"] == 0
+    np.testing.assert_array_equal(np.asarray(v), np.full(6, 5.0))
+    assert list(context.current().records)[-1].fused_names == ["plus_one__times_two"]
