@@ -3,7 +3,7 @@
 They cover every kind of call the fuser and the tracer treat differently: element-wise kernels it can
 fuse, a neighbour stencil it must not fuse with its producer, 2-D rows, reductions and a scan whose
 results feed later calls, TeamPolicy kernels, a helper taking Views, a ``@pk.classtype`` value built, changed
-by a helper and a method, and read (element-wise, so it fuses), float32/bool/int32/int64 Views, two
+by a helper and a method, and read (element-wise, so it fuses), a ``@pk.functor`` method kernel, a subview, float32/bool/int32/int64 Views, two
 kernels that divide by zero when told to (one compiled and fusable, one run in Python by the Debug
 space), and one whose C++ "fails to compile" under :func:`kfuse.check.faults.failing_compiles`.
 Module level, so each specialisation compiles once per cache.
@@ -103,6 +103,30 @@ def k_pair(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     pair_shift(p, 0.25)
     d: float = p.spread()
     y[i] = d + p.b
+
+
+@pk.functor
+class Blend:
+    """A functor (PyKokkos's class style): its kernel reads fields and calls a @pk.function method."""
+
+    def __init__(self, alpha: float, x, y):
+        self.alpha: float = alpha
+        self.x: pk.View1D[pk.double] = x
+        self.y: pk.View1D[pk.double] = y
+
+    @pk.workunit
+    def blend(self, i: int):
+        self.y[i] = 0.5 * (self.y[i] + self.x[i] * self.weight())
+
+    @pk.function
+    def weight(self) -> float:
+        return 1.0 / (1.0 + pk.fabs(self.alpha))
+
+
+@pk.workunit
+def k_subrow(i: int, m: pk.View2D[pk.double], out: pk.View1D[pk.double]):
+    row = m[i, :]
+    out[i] = 0.5 * out[i] + row[0] - row[row.extent(0) - 1]
 
 
 @pk.workunit
@@ -208,6 +232,7 @@ class Kernel:
     scalar: str | None = None
     policy: str = "range"
     opaque: tuple = ()
+    method: str | None = None  # ``workunit`` is a functor class: the call is ``Class(**args).method``
 
 
 F64 = "f64"
@@ -222,6 +247,8 @@ KERNELS = {
     "scan": Kernel(k_scan, "scan", ("x", "y"), (F64, F64), ("y",)),
     "helper": Kernel(k_helper, "for", ("x", "y"), (F64, F64), ("y",), opaque=("x", "y")),
     "pair": Kernel(k_pair, "for", ("x", "y"), (F64, F64), ("y",)),
+    "blend": Kernel(Blend, "for", ("x", "y"), (F64, F64), ("y",), "alpha", method="blend"),
+    "subrow": Kernel(k_subrow, "for", ("m", "out"), ("M", F64), ("out",)),
     "to_f32": Kernel(k_to_f32, "for", ("x", "f"), (F64, "f32"), ("f",)),
     "from_f32": Kernel(k_from_f32, "for", ("f", "y"), ("f32", F64), ("y",)),
     "flag": Kernel(k_flag, "for", ("x", "flag"), (F64, "flag"), ("flag",)),

@@ -109,7 +109,10 @@ def _call(state: _State, index: int, step: Call) -> None:
         kwargs = dict(zip(kernel.params, views))
         if kernel.scalar:
             kwargs[kernel.scalar] = _value(state, step.alpha) if isinstance(step.alpha, tuple) else step.alpha
-        result = _launch(kernel.op, _policy(kernel, step, min(v.shape[0] for v in views)), kernel.workunit, kwargs)
+        workunit = kernel.workunit
+        if kernel.method:  # a functor: its fields are the arguments
+            workunit, kwargs = getattr(workunit(**kwargs), kernel.method), {}
+        result = _launch(kernel.op, _policy(kernel, step, min(v.shape[0] for v in views)), workunit, kwargs)
     except Unavailable as exc:
         if produces:
             state.results.append(exc)
