@@ -166,8 +166,11 @@ class _Rewrite:
 
     def _scan(self, name: str) -> None:
         parsed = self.parsed[name]
+        nodes = list(ast.walk(parsed.tree))
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         fields, calls = set(), set()
-        for node in ast.walk(parsed.tree):
+        for node in nodes:
             if isinstance(node, ast.Call) and _is_self_attribute(node.func):
                 calls.add(_method_called(self.cls, parsed, node))
             elif _is_self_attribute(node) and not isinstance(node.ctx, ast.Load):
@@ -175,13 +178,11 @@ class _Rewrite:
                                    "object's fields (each thread would change its own copy)", node,
                                    hint="write into a View field instead (self.x[i] = ...), or assign the field "
                                         "outside kernels", cls=UnsupportedSyntaxError)
-            elif isinstance(node, ast.Name) and node.id == "self" and not _used_as_base(parsed.tree, node):
+            elif _is_self_attribute(node) and id(node) not in called:
+                fields.add(node.attr)
+            elif isinstance(node, ast.Name) and node.id == "self" and id(node) not in bases:
                 raise parsed.error("'self' can only be used as self.field or self.method(...) in a kernel", node,
                                    cls=UnsupportedSyntaxError)
-        for node in ast.walk(parsed.tree):
-            if _is_self_attribute(node) and not any(node is c.func for c in ast.walk(parsed.tree)
-                                                    if isinstance(c, ast.Call)):
-                fields.add(node.attr)
         self.direct[name] = fields
         self.calls[name] = calls
 
@@ -195,21 +196,13 @@ class _Rewrite:
         return out
 
     def kernel(self, method: Workunit) -> MethodKernel:
-        helpers = {m: self._function(m) for m in self.parsed if m != self.root}
-        parsed = self._rewritten(self.root, helpers)
-        return MethodKernel(method, self.cls, parsed, {self.param[f]: f for f in sorted(self.used[self.root])})
-
-    def _function(self, name: str) -> Function:
-        fn = Function(self.parsed[name].fn)
-        fn.__name__ = self.helper_name[name]
-        fn.__dict__["parsed"] = None  # filled below, once every helper exists (they may call each other)
-        return fn
-
-    def _rewritten(self, name: str, helpers: dict) -> ParsedFunction:
-        for helper_name, fn in helpers.items():
-            if fn.__dict__["parsed"] is None:
-                fn.__dict__["parsed"] = self._rewrite_one(helper_name, helpers)
-        return self._rewrite_one(name, helpers)
+        helpers = {m: Function(self.parsed[m].fn) for m in self.parsed if m != self.root}
+        for m, fn in helpers.items():  # all made first: the rewritten helpers name each other
+            fn.__name__ = self.helper_name[m]
+        for m, fn in helpers.items():
+            fn.__dict__["parsed"] = self._rewrite_one(m, helpers)
+        return MethodKernel(method, self.cls, self._rewrite_one(self.root, helpers),
+                            {self.param[f]: f for f in sorted(self.used[self.root])})
 
     def _rewrite_one(self, name: str, helpers: dict) -> ParsedFunction:
         parsed = self.parsed[name]
@@ -218,7 +211,7 @@ class _Rewrite:
         annotations = _field_annotations(self.cls)
         tree.args.args = tree.args.args[1:] + [
             ast.arg(arg=self.param[f], annotation=_constant(annotations.get(f), tree)) for f in fields]
-        tree = _SelfToParameters(self, helpers).visit(tree)
+        tree = _SelfToParameters(self).visit(tree)
         ast.fix_missing_locations(tree)
         namespace = dict(parsed.namespace)
         namespace.update({self.helper_name[m]: fn for m, fn in helpers.items()})
@@ -229,9 +222,8 @@ class _Rewrite:
 class _SelfToParameters(ast.NodeTransformer):
     """``self.f`` -> the field's parameter; ``self.m(args)`` -> ``m(args, <the fields m uses>)``."""
 
-    def __init__(self, rewrite: _Rewrite, helpers: dict):
+    def __init__(self, rewrite: _Rewrite):
         self.rewrite = rewrite
-        self.helpers = helpers
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -258,10 +250,6 @@ def _method_called(cls: type, parsed: ParsedFunction, node: ast.Call) -> str:
     what = ("a workunit (launch it with pk.parallel_for/parallel_reduce instead)" if isinstance(target, Workunit)
             else "not a @pk.function method" if target is not None else f"not a method of {cls.__name__}")
     raise parsed.error(f"kernel calls self.{name}(...), which is {what}", node, cls=UnsupportedSyntaxError)
-
-
-def _used_as_base(tree, name_node) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.value is name_node for n in ast.walk(tree))
 
 
 def _names_in(tree) -> set:
