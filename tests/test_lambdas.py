@@ -99,3 +99,24 @@ def test_compiled_lambdas(fusion):
     pk.execute(w)
     a = np.arange(N) + 0.5
     assert float(w.total) == pytest.approx(float(np.sum(a * a)), rel=1e-12)
+
+
+def test_captured_helpers_are_constants_of_the_kernel_and_data_is_read_at_each_call():
+    @pk.function
+    def halve(v: float) -> float:
+        return 0.5 * v
+
+    def run(scale: float, helper) -> np.ndarray:
+        out = pk.View([N], pk.double)
+        pk.parallel_for(N, lambda i: helper(scale * i), out)
+        return np.asarray(out)
+
+    np.testing.assert_array_equal(run(2.0, halve), np.arange(N) * 1.0)
+    np.testing.assert_array_equal(run(4.0, halve), np.arange(N) * 2.0)
+
+    @pk.function
+    def third(v: float) -> float:
+        return v / 3.0
+
+    with pytest.raises(ArgumentError, match="captures 'helper', which was compiled into it as a constant"):
+        run(1.0, third)

@@ -12,9 +12,14 @@ import ast
 import copy
 import functools
 import linecache
+import numbers
 import types
 
+import numpy as np
+
 from ..errors import ArgumentError, SourceError
+from ..future import Future
+from ..views import View
 from .workunit import BoundWorkunit, ParsedFunction, Workunit
 
 OUTPUT = "lambda_output"  # the parameter the 3-argument parallel_for form writes
@@ -37,12 +42,19 @@ def as_kernel(op: str, fn, positional: tuple, kwargs: dict):
         raise ArgumentError("parallel_scan needs a @pk.workunit (its kernel writes through last_pass); a lambda "
                             "kernel is for parallel_for and parallel_reduce")
     code = fn.__code__
-    key = (code, op, output)
-    wu = _made.get(key)
-    if wu is None:
-        wu = _made[key] = _workunit(code, fn.__globals__, op, output)
     captured = dict(zip(code.co_freevars, (cell.cell_contents for cell in fn.__closure__ or ())))
-    values = {name: value for name, value in captured.items() if name != "self"}
+    key = (code, op, output)
+    made = _made.get(key)
+    if made is None:
+        constants = {n: v for n, v in captured.items() if n != "self" and not _is_data(v)}
+        made = _made[key] = (_workunit(code, fn.__globals__, op, output, constants), constants)
+    wu, constants = made
+    for name, value in constants.items():
+        if captured[name] is not value:
+            raise ArgumentError(f"the lambda kernel at {code.co_filename}:{code.co_firstlineno} captures '{name}', "
+                                "which was compiled into it as a constant (a function, class or module) and now "
+                                "holds something else; give the kernel its own name for each")
+    values = {name: value for name, value in captured.items() if name != "self" and name not in constants}
     if output:
         values[OUTPUT] = positional[0]
     if "self" in captured:
@@ -51,10 +63,17 @@ def as_kernel(op: str, fn, positional: tuple, kwargs: dict):
     return wu, (), values
 
 
-_made: dict = {}  # (code, op, output form) -> its workunit
+_made: dict = {}  # (code, op, output form) -> (its workunit, the captured constants compiled into it)
 
 
-def _workunit(code, globals_: dict, op: str, output: bool) -> Workunit:
+def _is_data(value) -> bool:
+    """A captured value a kernel takes as an argument (read at each call); anything else (a @pk.function, a
+    module) is a constant of the kernel, as globals are."""
+    return isinstance(value, (View, np.ndarray, numbers.Number, np.generic, Future)) or \
+        hasattr(value, "__cuda_array_interface__")
+
+
+def _workunit(code, globals_: dict, op: str, output: bool, constants: dict) -> Workunit:
     node = _find(code)
     params = [a.arg for a in node.args.args]
     expected = 1 if op == "for" else 2
@@ -66,7 +85,7 @@ def _workunit(code, globals_: dict, op: str, output: bool) -> Workunit:
         body = ast.Assign(targets=[_subscript(OUTPUT, params[0])], value=node.body) if output else ast.Expr(node.body)
     else:
         body = ast.Assign(targets=[ast.Name(id=params[1], ctx=ast.Store())], value=node.body)
-    captured = [ast.arg(arg=name) for name in code.co_freevars if name != "self"]
+    captured = [ast.arg(arg=name) for name in code.co_freevars if name != "self" and name not in constants]
     extra = [ast.arg(arg=OUTPUT)] if output else []
     self_ = [ast.arg(arg="self")] if "self" in code.co_freevars else []
     tree = ast.FunctionDef(name="lambda_line%d" % node.lineno, args=ast.arguments(
@@ -78,7 +97,7 @@ def _workunit(code, globals_: dict, op: str, output: bool) -> Workunit:
     fn = _stand_in(code, tree, globals_)
     wu = Workunit(fn)
     wu.__dict__["parsed"] = ParsedFunction(fn=fn, name=tree.name, tree=tree, filename=code.co_filename,
-                                           namespace=dict(fn.__globals__))
+                                           namespace={**fn.__globals__, **constants})
     return wu
 
 
