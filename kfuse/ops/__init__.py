@@ -10,18 +10,25 @@ import math
 
 from .creation import (empty, empty_like, full, full_like, linspace, logspace, ones, ones_like, zeros,
                        zeros_like)
-from .elementwise import (abs, absolute, add, copy, cos, divide, exp, fill, log, logical_not, multiply, negative,
-                          power, sin, sqrt, square, subtract, true_divide, where)
+from .elementwise import (abs, absolute, add, around, ceil, copy, copyto, cos, cosh, divide, equal, exp, exp2, expm1,
+                          fill, floor, floor_divide, greater, greater_equal, isfinite, isinf, isnan, less, less_equal,
+                          log, log1p, log2, log10, logaddexp, logical_and, logical_not, logical_or, logical_xor,
+                          maximum, minimum, multiply, negative, not_equal, power, reciprocal, result_type, round,
+                          sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide, trunc, where)
 from .host import all, any, average, find_max, in1d, index, searchsorted, unique
 from .linalg import dot, matmul, outer
 from .manipulation import atleast_2d, col, expand_dims, hstack, ravel, reshape, transpose
-from .reductions import amax, amin, argmax, argmin, max, mean, min, sum, var
+from .reductions import amax, amin, argmax, argmin, max, mean, min, prod, sum, var
 
 inf, nan = math.inf, math.nan  # PyKokkos's pk.inf and pk.nan (pk.pi and pk.e are defined in kfuse/__init__.py)
 
-__all__ = ["abs", "absolute", "add", "all", "amax", "amin", "any", "argmax", "argmin", "atleast_2d", "average", "col",
-           "copy", "cos", "divide", "dot", "empty", "empty_like", "exp", "expand_dims", "fill", "find_max", "full",
-           "full_like", "hstack", "in1d", "index", "inf", "linspace", "log", "logical_not", "logspace", "matmul", "max",
-           "mean", "min", "multiply", "nan", "negative", "ones", "ones_like", "outer", "power", "ravel", "reshape",
-           "searchsorted", "sin", "sqrt", "square", "subtract", "sum", "transpose", "true_divide", "unique", "var",
+__all__ = ["abs", "absolute", "add", "all", "amax", "amin", "any", "argmax", "argmin", "around", "atleast_2d",
+           "average", "ceil", "col", "copy", "copyto", "cos", "cosh", "divide", "dot", "empty", "empty_like",
+           "equal", "exp", "exp2", "expand_dims", "expm1", "fill", "find_max", "floor", "floor_divide", "full",
+           "full_like", "greater", "greater_equal", "hstack", "in1d", "index", "inf", "isfinite", "isinf", "isnan",
+           "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
+           "logical_not", "logical_or", "logical_xor", "logspace", "matmul", "max", "maximum", "mean", "min",
+           "minimum", "multiply", "nan", "negative", "not_equal", "ones", "ones_like", "outer", "power", "prod",
+           "ravel", "reciprocal", "reshape", "result_type", "round", "searchsorted", "sign", "sin", "sinh", "sqrt",
+           "square", "subtract", "sum", "tan", "tanh", "transpose", "true_divide", "trunc", "unique", "var",
            "where", "zeros", "zeros_like"]

@@ -202,3 +202,39 @@ def elementwise(wu, target: View, **operands) -> View:
     if dest is not target:
         copy2d(target, dest)
     return target
+
+
+def _dtype_key(x):
+    if isinstance(x, View):
+        return x.dtype.np
+    if isinstance(x, Future):  # weak, as a Python number (a float32 View minus its mean stays float32)
+        return float if x.dtype.is_float else (bool if x.dtype.np == np.bool_ else int)
+    if isinstance(x, (np.generic, np.ndarray)):
+        return x.dtype
+    return type(x)  # a Python scalar: "weak" in NumPy's promotion
+
+
+_WEAK = {bool: False, int: 0, float: 0.0}
+_UFUNC_DTYPES: dict = {}
+
+
+def ufunc_dtype(name: str, ufunc, *operands) -> np.dtype:
+    """The dtype NumPy's ``ufunc`` gives for these operands (Views, arrays, Python numbers, Futures), found by
+    applying it to empty arrays of their dtypes (Python numbers as zeros, which NumPy 2 treats as weak). NumPy's
+    float16 (math on bool/int8) is float32 here, kfuse having no float16. A TypeError names ``name`` where NumPy
+    has no loop for the dtypes (``subtract`` of bools, ``sign`` of bools)."""
+    key = (ufunc, tuple(_dtype_key(x) for x in operands))
+    dtype = _UFUNC_DTYPES.get(key)
+    if dtype is None:
+        args = [np.empty(0, k) if isinstance(k, np.dtype) else _WEAK.get(k, k) for k in key[1]]
+        try:
+            with np.errstate(all="ignore"):
+                dtype = np.asarray(ufunc(*args)).dtype
+        except TypeError:
+            kinds = ", ".join(str(k) if isinstance(k, np.dtype) else k.__name__ for k in key[1])
+            raise TypeError(f"{name}: not defined for operands of type {kinds} (as in NumPy)") from None
+        if dtype == np.float16:
+            dtype = np.dtype(np.float32)
+        dtype_of(dtype)
+        _UFUNC_DTYPES[key] = dtype
+    return dtype

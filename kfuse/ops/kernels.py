@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..frontend.workunit import workunit
+from ..frontend.workunit import function, workunit
 from ..types import Acc, double, int64
 
 
@@ -274,3 +274,422 @@ def matmul_k(i, j, out, a, b):
 @workunit
 def outer_k(i, j, out, a, b):
     out[i][j] = a[i] * b[j]
+
+
+# --- comparisons and logical operations (bool results) -------------------------------------------
+# A scalar operand on the left is handled by the mirrored comparison (s < b[i] is b[i] > s).
+@workunit
+def greater_vv(i, out, a, b):
+    out[i] = a[i] > b[i]
+
+
+@workunit
+def greater_vs(i, out, a, s):
+    out[i] = a[i] > s
+
+
+@workunit
+def greater_equal_vv(i, out, a, b):
+    out[i] = a[i] >= b[i]
+
+
+@workunit
+def greater_equal_vs(i, out, a, s):
+    out[i] = a[i] >= s
+
+
+@workunit
+def less_vv(i, out, a, b):
+    out[i] = a[i] < b[i]
+
+
+@workunit
+def less_vs(i, out, a, s):
+    out[i] = a[i] < s
+
+
+@workunit
+def less_equal_vv(i, out, a, b):
+    out[i] = a[i] <= b[i]
+
+
+@workunit
+def less_equal_vs(i, out, a, s):
+    out[i] = a[i] <= s
+
+
+@workunit
+def equal_vv(i, out, a, b):
+    out[i] = a[i] == b[i]
+
+
+@workunit
+def equal_vs(i, out, a, s):
+    out[i] = a[i] == s
+
+
+@workunit
+def not_equal_vv(i, out, a, b):
+    out[i] = a[i] != b[i]
+
+
+@workunit
+def not_equal_vs(i, out, a, s):
+    out[i] = a[i] != s
+
+
+# Truth is "non-zero" (NaN is true), as in NumPy.
+@workunit
+def logical_and_vv(i, out, a, b):
+    out[i] = (a[i] != 0) and (b[i] != 0)
+
+
+@workunit
+def logical_and_vs(i, out, a, s):
+    out[i] = (a[i] != 0) and (s != 0)
+
+
+@workunit
+def logical_or_vv(i, out, a, b):
+    out[i] = (a[i] != 0) or (b[i] != 0)
+
+
+@workunit
+def logical_or_vs(i, out, a, s):
+    out[i] = (a[i] != 0) or (s != 0)
+
+
+@workunit
+def logical_xor_vv(i, out, a, b):
+    out[i] = (a[i] != 0) != (b[i] != 0)
+
+
+@workunit
+def logical_xor_vs(i, out, a, s):
+    out[i] = (a[i] != 0) != (s != 0)
+
+
+# --- more binary arithmetic ------------------------------------------------------------------------
+@function
+def floordiv_f(a: double, b: double) -> double:
+    """NumPy's float floor division: from fmod, so that a == b * q + r holds exactly (1 // 0.1 is 9.0)."""
+    if b == 0.0:
+        return a / b
+    r = math.fmod(a, b)
+    q = (a - r) / b
+    if r != 0.0 and (b < 0.0) != (r < 0.0):
+        q -= 1.0
+    if q == 0.0:
+        return math.copysign(0.0, a / b)
+    f = math.floor(q)
+    if q - f > 0.5:
+        f += 1.0
+    return f
+
+
+@function
+def floordiv_i(a: int64, b: int64) -> int64:
+    """NumPy's integer floor division: a zero divisor gives 0 (NumPy warns)."""
+    if b == 0:
+        return 0
+    return a // b
+
+
+@workunit
+def floordiv_f_vv(i, out, a, b):
+    out[i] = floordiv_f(a[i], b[i])
+
+
+@workunit
+def floordiv_f_vs(i, out, a, s):
+    out[i] = floordiv_f(a[i], s)
+
+
+@workunit
+def floordiv_f_sv(i, out, s, b):
+    out[i] = floordiv_f(s, b[i])
+
+
+@workunit
+def floordiv_i_vv(i, out, a, b):
+    out[i] = floordiv_i(a[i], b[i])
+
+
+@workunit
+def floordiv_i_vs(i, out, a, s):
+    out[i] = floordiv_i(a[i], s)
+
+
+@workunit
+def floordiv_i_sv(i, out, s, b):
+    out[i] = floordiv_i(s, b[i])
+
+
+@function
+def logaddexp_f(x: double, y: double) -> double:
+    """log(exp(x) + exp(y)) without overflow, as NumPy computes it."""
+    if x == y:
+        return x + 0.6931471805599453  # log(2); also right for equal infinities
+    d = x - y
+    if d > 0.0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0.0:
+        return y + math.log1p(math.exp(d))
+    return d  # NaN
+
+
+@workunit
+def logaddexp_vv(i, out, a, b):
+    out[i] = logaddexp_f(a[i], b[i])
+
+
+@workunit
+def logaddexp_vs(i, out, a, s):
+    out[i] = logaddexp_f(a[i], s)
+
+
+@function
+def maximum_f(x: double, y: double) -> double:
+    """NumPy's maximum: NaN if either is NaN."""
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x >= y else y
+
+
+@function
+def minimum_f(x: double, y: double) -> double:
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x <= y else y
+
+
+@workunit
+def maximum_vv(i, out, a, b):
+    out[i] = maximum_f(a[i], b[i])
+
+
+@workunit
+def maximum_vs(i, out, a, s):
+    out[i] = maximum_f(a[i], s)
+
+
+@workunit
+def minimum_vv(i, out, a, b):
+    out[i] = minimum_f(a[i], b[i])
+
+
+@workunit
+def minimum_vs(i, out, a, s):
+    out[i] = minimum_f(a[i], s)
+
+
+@workunit
+def maximum_i_vv(i, out, a, b):
+    out[i] = max(a[i], b[i])
+
+
+@workunit
+def maximum_i_vs(i, out, a, s):
+    out[i] = max(a[i], s)
+
+
+@workunit
+def minimum_i_vv(i, out, a, b):
+    out[i] = min(a[i], b[i])
+
+
+@workunit
+def minimum_i_vs(i, out, a, s):
+    out[i] = min(a[i], s)
+
+
+# --- more unary ---------------------------------------------------------------------------------------
+@workunit
+def reciprocal_f_k(i, out, a):
+    out[i] = 1.0 / a[i]
+
+
+@workunit
+def reciprocal_i_k(i, out, a):
+    """C's 1 / x: 1 and -1 are their own reciprocals, every other integer gives 0 (NumPy leaves 0 undefined)."""
+    x = a[i]
+    out[i] = x if x == 1 or x == -1 else 0
+
+
+@workunit
+def sign_k(i, out, a):
+    x = a[i]
+    out[i] = 1 if x > 0 else (-1 if x < 0 else x)  # 0 and NaN are their own sign
+
+
+@function
+def rint_f(x: double) -> double:
+    """Round half to even (C's rint in the default mode, NumPy's round); the sign of a zero result is x's."""
+    r = math.floor(x)
+    d = x - r
+    if d > 0.5 or (d == 0.5 and math.fmod(r, 2.0) != 0.0):
+        r += 1.0
+    if r == 0.0:
+        return math.copysign(0.0, x)
+    return r
+
+
+@workunit
+def round_k(i, out, a, scale):
+    out[i] = rint_f(a[i] * scale) / scale
+
+
+@workunit
+def round_neg_k(i, out, a, scale):
+    out[i] = rint_f(a[i] / scale) * scale
+
+
+@workunit
+def tan_k(i, out, a):
+    out[i] = math.tan(a[i])
+
+
+@workunit
+def tanh_k(i, out, a):
+    out[i] = math.tanh(a[i])
+
+
+@workunit
+def sinh_k(i, out, a):
+    out[i] = math.sinh(a[i])
+
+
+@workunit
+def cosh_k(i, out, a):
+    out[i] = math.cosh(a[i])
+
+
+@workunit
+def log2_k(i, out, a):
+    out[i] = math.log2(a[i])
+
+
+@workunit
+def log10_k(i, out, a):
+    out[i] = math.log10(a[i])
+
+
+@workunit
+def log1p_k(i, out, a):
+    out[i] = math.log1p(a[i])
+
+
+@workunit
+def expm1_k(i, out, a):
+    out[i] = math.expm1(a[i])
+
+
+@workunit
+def exp2_k(i, out, a):
+    out[i] = 2.0 ** a[i]
+
+
+@workunit
+def floor_k(i, out, a):
+    out[i] = math.floor(a[i])
+
+
+@workunit
+def ceil_k(i, out, a):
+    out[i] = math.ceil(a[i])
+
+
+@workunit
+def trunc_k(i, out, a):
+    out[i] = math.trunc(a[i])
+
+
+@workunit
+def isnan_k(i, out, a):
+    out[i] = a[i] != a[i]
+
+
+@workunit
+def isinf_k(i, out, a):
+    out[i] = math.isinf(a[i])
+
+
+@workunit
+def isfinite_k(i, out, a):
+    out[i] = math.isfinite(a[i])
+
+
+# --- integer and product reductions ---------------------------------------------------------------
+@workunit
+def sum_int_k(i, acc: Acc[int64], a):
+    acc += a[i]
+
+
+@workunit
+def dot_int_k(i, acc: Acc[int64], a, b):
+    acc += a[i] * b[i]
+
+
+@workunit
+def pick_value_int_k(i, acc: Acc[int64], vals, largest):
+    best = vals[0]
+    for c in range(1, vals.extent(0)):
+        x = vals[c]
+        if x > best if largest else x < best:
+            best = x
+    acc += best
+
+
+@workunit
+def chunk_prod_k(c, vals, a, chunk):
+    """Product of chunk c of a (kernel reductions only sum; a second launch multiplies the chunks)."""
+    begin = c * chunk
+    end = min(begin + chunk, a.extent(0))
+    p = vals[c] * 0 + 1
+    for j in range(begin, end):
+        p *= a[j]
+    vals[c] = p
+
+
+@workunit
+def pick_prod_k(i, acc: Acc[double], vals):
+    p = 1.0
+    for c in range(vals.extent(0)):
+        p *= vals[c]
+    acc += p
+
+
+@workunit
+def pick_prod_int_k(i, acc: Acc[int64], vals):
+    p = vals[0]
+    for c in range(1, vals.extent(0)):
+        p *= vals[c]
+    acc += p
+
+
+@workunit
+def rows_sum_int_k(i, out, a):
+    s = 0
+    for j in range(a.extent(1)):
+        s += a[i][j]
+    out[i] = s
+
+
+@workunit
+def rows_prod_k(i, out, a):
+    p = 1.0
+    for j in range(a.extent(1)):
+        p *= a[i][j]
+    out[i] = p
+
+
+@workunit
+def rows_prod_int_k(i, out, a):
+    p = 1
+    for j in range(a.extent(1)):
+        p *= a[i][j]
+    out[i] = p

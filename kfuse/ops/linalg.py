@@ -6,7 +6,7 @@ from ..dispatch import parallel_for, parallel_reduce
 from ..views import View, overlaps
 from . import kernels as k
 from ._common import as_view, contiguous, flat, is_array, output, result_dtype, transposed
-from .elementwise import multiply
+from .elementwise import _in_double, multiply
 
 
 def _no_overlap(out, *inputs) -> None:
@@ -22,6 +22,8 @@ def _no_overlap(out, *inputs) -> None:
 def _inner(a: View, b: View):
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"dot: lengths {a.shape[0]} and {b.shape[0]} differ")
+    if not (a.dtype.is_float or b.dtype.is_float):  # integers (and bools) give an int, as NumPy's dot
+        return parallel_reduce(a.shape[0], k.dot_int_k, a=a, b=b)
     return parallel_reduce(a.shape[0], k.dot_k, a=a, b=b)
 
 
@@ -30,6 +32,7 @@ def matmul(a, b, out=None):
     a, b = as_view(a), as_view(b)
     if a.ndim not in (1, 2) or b.ndim not in (1, 2):
         raise ValueError("matmul takes 1-D and 2-D arrays")
+    a, b = _in_double(a, b), _in_double(b, a)  # float32 with integers: NumPy computes in double
     if a.ndim == 1 and b.ndim == 1:
         return _inner(a, b)
     _no_overlap(out, a, b)
