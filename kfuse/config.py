@@ -59,6 +59,10 @@ OPT_FLAGS = Setting("KFUSE_OPT_FLAGS", "-O3", "Optimisation flags for kernels.",
 FUSION = Setting("KFUSE_FUSION", "auto", "0 forces eager execution, 1 traces and fuses an unmodified program.",
                  False, _tristate)
 MAX_TRACE = Setting("KFUSE_MAX_TRACE", "4096", "Pending calls kept before the trace is flushed.", False, int)
+MAX_GROUP = Setting(
+    "KFUSE_MAX_GROUP", "32", "Most calls fused into one kernel (0: no bound); a group that reaches it ends on a whole "
+    "repeating step, so a time-step loop runs one fused kernel again and again instead of one giant kernel.", False,
+    int)
 MAX_LOADED_KERNELS = Setting(
     "KFUSE_MAX_LOADED_KERNELS", "1024", "Kernel libraries kept loaded; loading one more unloads the least recently "
     "launched, which loads again at its next launch (each library costs about 5 of the process's ~65,000 memory "
@@ -78,8 +82,8 @@ BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a com
                        "and an index outside 0 <= i < extent raises IndexError (read when a kernel is specialised).",
                        True, _flag)
 
-ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_LOADED_KERNELS,
-       TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, BACKEND, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
+ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_GROUP,
+       MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, BACKEND, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
 
 
 def put(setting: Setting, value) -> None:

@@ -46,7 +46,7 @@ class Runtime:
         self.counts = counters.fresh()
         self.default_space = spaces.from_setting()
         self.transforms = None  # pk.set_transforms: the transforms fused kernels get (None: KFUSE_TRANSFORMS)
-        self.plans: dict = {}  # partition graph -> plan
+        self.plans: dict = {}  # (group bound, partition graph) -> plan
         self.fused: dict = {}  # fused group key -> (kernel, arg_index)
         self.rendered: dict = {}  # fused group key -> (rendered kernel, arg_index), until it is loaded
         self.records: deque = deque(maxlen=_RECORDS_KEPT)  # explain()'s flush records

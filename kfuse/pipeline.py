@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from . import config
 from .backends.base import Lowered
 from .calls import writes_of
 from .errors import KfuseError
@@ -39,12 +40,13 @@ def schedule(rt, calls: list, fuse: bool) -> tuple:
     if not fuse or len(calls) < 2:
         return None, planner.unfused(len(calls)), False
     graph = graphs.of(calls)
-    plan = rt.plans.get(graph)
+    bound = config.MAX_GROUP.get()
+    plan = rt.plans.get((bound, graph))
     if plan is not None:
         return graph, plan, True
     if len(rt.plans) >= _MAX_CACHED:
         rt.plans.clear()
-    plan = rt.plans[graph] = planner.plan(graph)
+    plan = rt.plans[bound, graph] = planner.plan(graph, bound)
     return graph, plan, False
 
 

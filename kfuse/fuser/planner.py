@@ -1,6 +1,13 @@
 """Greedy grouping of a trace partition, in trace order (as PyFuser), with a reason at every boundary.
 
-A pure function of the partition's graph (fuser/graph.py): no Views, no kernels, no compiler.
+A pure function of the partition's graph (fuser/graph.py) and the group bound: no Views, no kernels, no compiler.
+
+Linear in the number of calls: a group holds at most ``max_group`` calls, and a call joining it is checked only
+against members that could conflict with it (that share memory one of them writes, or a helper's name), one per
+distinct signature (kernel, storages, offsets), with each pair of distinct signatures proved once per plan
+(``_Checker``); every decision and reason is the one a check against every member in order would give. A time-step
+loop's group therefore costs one lookup per call, and a group that reaches the bound ends on a whole number of its
+repeating steps, so the loop becomes the same group over and over (one fused kernel, built and compiled once).
 """
 from __future__ import annotations
 
@@ -21,6 +28,9 @@ class Split(enum.Enum):
     ALIASED_VIEWS = "shared memory through different views"
     OPAQUE = "access that cannot be analysed"
     NOT_THREAD_LOCAL = "access not local to its thread"
+    GROUP_SIZE = "group size limit"
+
+MAX_GROUP = 32  # default bound on calls per group (config.MAX_GROUP, KFUSE_MAX_GROUP)
 
 
 @dataclass(frozen=True)
@@ -44,43 +54,175 @@ def _policy_text(node: Node) -> str:
     return " x ".join(f"[{b}, {e})" for b, e in node.bounds)
 
 
-def start_reason(graph: Graph, group: list, index: int) -> Reason | None:
-    """Why call ``index`` cannot join ``group`` (None: it can)."""
+def _signature(node: Node) -> tuple:
+    """What a member's checks against a newcomer depend on: equal signatures give equal answers."""
+    return node.kernel, node.views, node.offsets
+
+
+class _Checker:
+    """What one plan's checks share: pairwise safety proved once per pair of distinct signatures, which
+    storages overlap which, and what each call touches and writes."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.memo: dict = {}
+        self.near: dict = {}  # storage -> the storages sharing a byte with it (itself included unless empty)
+        for a, b in graph.overlaps:
+            self.near.setdefault(a, []).append(b)
+            if a != b:
+                self.near.setdefault(b, []).append(a)
+
+    def pair(self, first: int, second: int) -> Reason | None:
+        nodes = self.graph.nodes
+        key = (_signature(nodes[first]), _signature(nodes[second]))
+        try:
+            return self.memo[key]
+        except KeyError:
+            reason = self.memo[key] = pair_conflict(self.graph, first, second)
+            return reason
+
+    def storages(self, index: int) -> tuple:
+        """(storages call ``index`` touches, those it writes); None if its kernel cannot fuse at all."""
+        pattern = self.graph.patterns[index]
+        if pattern.refuse:
+            return None
+        views = self.graph.nodes[index].views
+        return [s for _, s in views], [s for p, s in views if pattern.params[p].write]
+
+
+class _Group:
+    """The group being formed: its members; one representative per distinct signature (the first member with
+    it); and, per storage, the representatives touching and writing it, so a newcomer is checked only against
+    members that share written memory with it or a helper's name (the others cannot conflict with it)."""
+
+    def __init__(self, checker: _Checker, index: int):
+        self.checker = checker
+        self.members: list = []
+        self.member_set: set = set()
+        self.distinct: dict = {}
+        self.touching: dict = {}  # storage -> representatives touching it
+        self.writing: dict = {}  # storage -> representatives writing it
+        self.helpers: dict = {}  # helper name -> {digest: first representative with it}
+        self.whole = False  # a member's kernel cannot fuse: check everything (the group is that call alone)
+        self.add(index)
+
+    def add(self, index: int) -> None:
+        self.members.append(index)
+        self.member_set.add(index)
+        node = self.checker.graph.nodes[index]
+        sig = _signature(node)
+        if sig in self.distinct:
+            return
+        self.distinct[sig] = index
+        found = self.checker.storages(index)
+        if found is None:
+            self.whole = True
+            return
+        touched, written = found
+        for s in set(touched):
+            self.touching.setdefault(s, []).append(index)
+        for s in set(written):
+            self.writing.setdefault(s, []).append(index)
+        for name, digest in node.helpers:
+            self.helpers.setdefault(name, {}).setdefault(digest, index)
+
+    def candidates(self, index: int):
+        """The representatives call ``index`` might conflict with, in order of first appearance."""
+        found = self.checker.storages(index)
+        if found is None or self.whole:
+            return self.distinct.values()
+        touched, written = found
+        near, picked = self.checker.near, set()
+        for s in touched:
+            table = self.touching if s in written else self.writing
+            for t in near.get(s, ()):
+                picked.update(table.get(t, ()))
+        for name, digest in self.checker.graph.nodes[index].helpers:
+            for other, rep in self.helpers.get(name, {}).items():
+                if other != digest:
+                    picked.add(rep)
+        return sorted(picked)
+
+
+def start_reason(graph: Graph, group, index: int, checker: _Checker | None = None) -> Reason | None:
+    """Why call ``index`` cannot join ``group`` (a list of indices, or a ``_Group``; None: it can)."""
+    if not isinstance(group, _Group):
+        checker = checker or _Checker(graph)
+        members, group = group, _Group(checker, group[0])
+        for i in members[1:]:
+            group.add(i)
+    checker = group.checker
     nodes = graph.nodes
-    node, first = nodes[index], nodes[group[0]]
+    node, first = nodes[index], nodes[group.members[0]]
     if node.policy != first.policy or node.bounds != first.bounds:
         return Reason(Split.RANGE, f"different range: {_policy_text(first)} vs {_policy_text(node)}")
     if node.space != first.space:
         return Reason(Split.SPACE, f"different execution space: {first.space} vs {node.space}")
     for producer in node.producers:
-        if producer in group:
+        if producer in group.member_set:
             return Reason(Split.CONSUMER, f"reduction consumer: uses the result of {nodes[producer].name} "
                                           "from this group")
     helpers = dict(node.helpers)
-    for i in group:
+    for i in group.candidates(index):
         for name, digest in nodes[i].helpers:
             if helpers.get(name, digest) != digest:
                 return Reason(Split.HELPER_CLASH, f"two different helper functions are both named '{name}'")
-        reason = pair_conflict(graph, i, index)
+        reason = checker.pair(i, index)
         if reason:
             return reason
     return None
 
 
-def plan(graph: Graph) -> Plan:
+def _period(keys: list) -> int:
+    """The shortest p with keys[i] == keys[i - p] for every i >= p (prefix function, linear)."""
+    fail = [0] * len(keys)
+    k = 0
+    for i in range(1, len(keys)):
+        while k and keys[i] != keys[k]:
+            k = fail[k - 1]
+        if keys[i] == keys[k]:
+            k += 1
+        fail[i] = k
+    return len(keys) - fail[-1] if keys else 0
+
+
+def _whole_steps(graph: Graph, members: list) -> int:
+    """How many of a full group's ``members`` to keep: a whole number of its repeating pattern of calls (a
+    time-step loop's step), so the next groups repeat it too; all of them if nothing repeats."""
+    nodes = graph.nodes
+    period = _period([_signature(nodes[i]) for i in members])
+    return len(members) - len(members) % period if period < len(members) else len(members)
+
+
+def plan(graph: Graph, max_group: int = MAX_GROUP) -> Plan:
+    """Groups of at most ``max_group`` calls (0 or less: unbounded), split at every reason to."""
     result = Plan()
-    group: list = []
-    for index in range(len(graph.nodes)):
-        if group:
-            reason = start_reason(graph, group, index)
-            if reason is None:
-                group.append(index)
+    nodes = graph.nodes
+    checker = _Checker(graph)
+    group: _Group | None = None
+    index, count = 0, len(nodes)
+    while index < count:
+        if group is not None:
+            reason = start_reason(graph, group, index, checker)
+            if reason is None and 0 < max_group <= len(group.members):
+                members = group.members[:_whole_steps(graph, group.members)]
+                index = members[-1] + 1
+                reason = Reason(Split.GROUP_SIZE, f"group size limit: a group holds at most {max_group} calls "
+                                                  "(KFUSE_MAX_GROUP), and ends on a whole repeating step")
+                result.groups.append(members)
+                result.boundaries.append((index, reason))
+                group = None
                 continue
-            result.groups.append(group)
+            if reason is None:
+                group.add(index)
+                index += 1
+                continue
+            result.groups.append(group.members)
             result.boundaries.append((index, reason))
-        group = [index]
-    if group:
-        result.groups.append(group)
+        group = _Group(checker, index)
+        index += 1
+    if group is not None:
+        result.groups.append(group.members)
     return result
 
 

@@ -1,0 +1,220 @@
+"""Long traces: planning is linear in the calls, groups are bounded, and a time-step loop reuses one fused kernel.
+
+Planning is measured by counting the pairwise safety checks (``planner.pair_conflict``), never by timing: a
+check against every member of a group would make 4,000 calls cost 16 times what 1,000 cost. The planner's
+decisions are compared with a reference that checks each newcomer against every member in order (the
+planner's original, quadratic rule) on random graphs. No compiler: hand-written graphs, the null backend (which
+records launches) and the python backend (which runs kernels in kfuse's interpreter).
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import kfuse as pk
+from kfuse.fuser import planner
+from kfuse.fuser.graph import Graph, Node
+from kfuse.fuser.planner import Reason, Split, plan
+from kfuse.fuser.safety import KernelPattern, ParamPattern
+
+
+# --- hand-written graphs -----------------------------------------------------------------------------------------
+def _row(offset=0):
+    return ((frozenset({(0, ("c", offset))}),), f"x[i + {offset}]")
+
+
+def _kernel(params: dict, refuse=None) -> KernelPattern:
+    """``params``: View parameter -> (write, accesses, opaque reason or None)."""
+    return KernelPattern({p: ParamPattern(True, w, opaque, tuple(acc)) for p, (w, acc, opaque) in params.items()},
+                         refuse, frozenset())
+
+
+COPY = _kernel({"x": (False, [_row()], None), "y": (True, [_row()], None)})  # y[i] = x[i]
+SHIFT = _kernel({"x": (False, [_row(1)], None), "y": (True, [_row()], None)})  # y[i] = x[i + 1]
+UPDATE = _kernel({"x": (True, [_row()], None), "y": (False, [_row()], None)})  # x[i] += y[i]
+ATOMIC = _kernel({"x": (True, [], "atomic update of 'x'"), "y": (False, [_row()], None)})
+SCAN = _kernel({}, refuse="a scan (parallel_scan) has a cross-thread dependence")
+KERNELS = (COPY, SHIFT, UPDATE, ATOMIC, SCAN)
+
+
+def _graph(spec: list, overlaps=()) -> Graph:
+    """``spec``: (kernel number, x storage, y storage, bounds, helpers) per call."""
+    nodes, patterns = [], []
+    for number, x, y, bounds, helpers in spec:
+        views = () if KERNELS[number % len(KERNELS)] is SCAN else (("x", x), ("y", y))
+        nodes.append(Node(number, f"k{number}", "OpenMP", "RangePolicy", bounds, views, (), (), helpers))
+        patterns.append(KERNELS[number % len(KERNELS)])
+    storages = {s for n in nodes for _, s in n.views}
+    return Graph(tuple(nodes), frozenset((s, s) for s in storages) | frozenset(overlaps), tuple(patterns))
+
+
+def _reference(graph: Graph) -> planner.Plan:
+    """The planner's original rule: a newcomer is checked against every member of the group, in order."""
+    result, group = planner.Plan(), []
+    nodes = graph.nodes
+    for index in range(len(nodes)):
+        if group:
+            node, first = nodes[index], nodes[group[0]]
+            reason = None
+            if node.policy != first.policy or node.bounds != first.bounds:
+                reason = Reason(Split.RANGE, "range")
+            else:
+                helpers = dict(node.helpers)
+                for i in group:
+                    clash = [n for n, d in nodes[i].helpers if helpers.get(n, d) != d]
+                    if clash:
+                        reason = Reason(Split.HELPER_CLASH, f"two different helper functions are both named "
+                                                            f"'{clash[0]}'")
+                        break
+                    reason = planner.pair_conflict(graph, i, index)
+                    if reason:
+                        break
+            if reason is None:
+                group.append(index)
+                continue
+            result.groups.append(group)
+            result.boundaries.append((index, reason))
+        group = [index]
+    if group:
+        result.groups.append(group)
+    return result
+
+
+def _decisions(result: planner.Plan) -> tuple:
+    return result.groups, [(i, r.kind, r.detail if r.kind is not Split.RANGE else "") for i, r in result.boundaries]
+
+
+def _random_graph(rng: random.Random, long_groups: bool) -> Graph:
+    """A random partition; ``long_groups``: mostly fusable calls over one range (groups of tens of calls)."""
+    storages = rng.randint(2, 7) if not long_groups else rng.randint(3, 12)
+    kernels = [0, 2, 5, 7, 0, 2, 1, 3, 4, 6] if not long_groups else [0, 2, 5, 7] * 12 + [1, 3, 4, 6]
+    ranges = (((0, 100),), ((0, 100),), ((0, 50),)) if not long_groups else (((0, 100),),) * 30 + (((0, 50),),)
+    helpers = ((), (), (("h", "a"),), (("h", "b"),), (("g", "a"), ("h", "a")))
+    if long_groups:
+        helpers = ((),) * 30 + helpers
+    spec = [(rng.choice(kernels), rng.randrange(storages), rng.randrange(storages), rng.choice(ranges),
+             rng.choice(helpers)) for _ in range(rng.randint(2, 60 if not long_groups else 200))]
+    overlaps = {(a, b) for a in range(storages) for b in range(a + 1, storages)
+                if rng.random() < (0.15 if not long_groups else 0.03)}
+    return _graph(spec, overlaps)
+
+
+@pytest.mark.parametrize("long_groups", [False, True])
+@pytest.mark.parametrize("seed", range(30))
+def test_decisions_equal_a_check_against_every_member(seed, long_groups):
+    graph = _random_graph(random.Random(seed), long_groups)
+    assert _decisions(plan(graph, 0)) == _decisions(_reference(graph))
+
+
+def _pair_checks(monkeypatch, graph: Graph, max_group: int) -> int:
+    count = [0]
+    original = planner.pair_conflict
+
+    def counted(*args):
+        count[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(planner, "pair_conflict", counted)
+    plan(graph, max_group)
+    monkeypatch.setattr(planner, "pair_conflict", original)
+    return count[0]
+
+
+def _time_steps(calls: int) -> Graph:  # x[i] += y[i]; y[i] = x[i] on the same two arrays, step after step
+    return _graph([(2 if k % 2 else 0, 0, 1, ((0, 100),), ()) for k in range(calls)])
+
+
+def _chain(calls: int) -> Graph:  # each call copies the array the previous one wrote into a new one
+    return _graph([(0, k, k + 1, ((0, 100),), ()) for k in range(calls)])
+
+
+def _fan(calls: int) -> Graph:  # every call reads one array and writes its own
+    return _graph([(0, 0, k + 1, ((0, 100),), ()) for k in range(calls)])
+
+
+@pytest.mark.parametrize("shape", [_time_steps, _chain, _fan])
+@pytest.mark.parametrize("max_group", [0, 32])
+def test_pair_checks_grow_linearly(monkeypatch, shape, max_group):
+    small, large = (_pair_checks(monkeypatch, shape(n), max_group) for n in (1000, 4000))
+    assert large <= 5 * max(small, 1)  # a check against every member: 16 times (about 8 million checks)
+    assert large <= 4 * 4000
+
+
+def test_a_full_group_splits_with_its_reason_and_ends_on_a_whole_step():
+    three = _graph([(0 if k % 3 == 0 else 2 if k % 3 == 1 else 5, 0, 1, ((0, 100),), ()) for k in range(100)])
+    result = plan(three, 32)
+    assert [len(g) for g in result.groups] == [30, 30, 30, 10]  # whole steps of three calls
+    assert [(i, r.kind) for i, r in result.boundaries] == [(30, Split.GROUP_SIZE), (60, Split.GROUP_SIZE),
+                                                           (90, Split.GROUP_SIZE)]
+    assert "group size limit" in str(result.boundaries[0][1])
+    assert [len(g) for g in plan(_chain(70), 32).groups] == [32, 32, 6]  # nothing repeats: cut at the bound
+    assert [len(g) for g in plan(_chain(70), 0).groups] == [70]
+
+
+def test_another_reason_wins_over_the_bound():
+    spec = [(0, 0, 1, ((0, 100),), ())] * 4 + [(0, 0, 1, ((0, 50),), ())]
+    result = plan(_graph(spec), 4)
+    assert [(i, r.kind) for i, r in result.boundaries] == [(4, Split.RANGE)]
+
+
+# --- real programs ---------------------------------------------------------------------------------------------
+@pk.workunit
+def lt_push(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
+    x[i] = x[i] + dt * v[i]
+
+
+@pk.workunit
+def lt_kick(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
+    v[i] = v[i] - dt * x[i]
+
+
+@pk.workunit
+def lt_energy(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
+    acc += x[i] * x[i] + v[i] * v[i]
+
+
+def _particles(steps: int, n: int = 64) -> tuple:
+    x = pk.View(n)
+    v = pk.View(n)
+    x[:] = np.linspace(0.0, 1.0, n)
+    v[:] = np.linspace(1.0, -1.0, n)
+    for _ in range(steps):
+        pk.parallel_for(n, lt_push, dt=0.01, x=x, v=v)
+        pk.parallel_for(n, lt_kick, dt=0.01, x=x, v=v)
+    energy = pk.parallel_reduce(n, lt_energy, x=x, v=v)
+    return float(energy), np.array(x), np.array(v)
+
+
+@pytest.mark.backend("python")
+@pytest.mark.parametrize("bound", [None, "7", "0"])
+def test_a_long_time_step_loop_computes_what_eager_computes(kfuse_runtime, monkeypatch, bound):
+    eager = _particles(150)
+    if bound is not None:
+        monkeypatch.setenv("KFUSE_MAX_GROUP", bound)
+    pk.enable_fusion()
+    fused = _particles(150)
+    pk.disable_fusion()
+    assert fused[0] == eager[0]
+    np.testing.assert_array_equal(fused[1], eager[1])
+    np.testing.assert_array_equal(fused[2], eager[2])
+    assert all(len(g) <= (int(bound) or 301 if bound else planner.MAX_GROUP) for r in kfuse_runtime.records
+               for g in r.groups)
+
+
+@pytest.mark.backend("python")
+def test_the_repeated_groups_of_a_loop_reuse_one_fused_kernel(kfuse_runtime, monkeypatch):
+    loads = []
+    original = kfuse_runtime.backend.load
+    monkeypatch.setattr(kfuse_runtime.backend, "load", lambda rendered: loads.append(rendered) or original(rendered))
+    pk.enable_fusion()
+    _particles(160)  # 320 calls: ten groups of 32, then the reduction
+    rec = [r for r in kfuse_runtime.records if len(r.call_names) > 1][-1]
+    assert [len(g) for g in rec.groups] == [32] * 10 + [1]
+    assert {r.kind for _, r in rec.boundaries} == {Split.GROUP_SIZE}
+    assert len(set(rec.fused_names)) == 1 and len(rec.fused_names) == 10
+    assert len(kfuse_runtime.fused) == 1  # one fused kernel built and loaded ...
+    assert len(loads) <= 2  # ... and the reduction's own kernel (unless an earlier test loaded it)
+    assert "group size limit" in pk.explain()
+    pk.disable_fusion()
