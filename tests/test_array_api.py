@@ -181,6 +181,16 @@ def test_pykokkos_keyword_and_scalars():
         pk.sign(pk.array(np.array([True])))
     with pytest.raises(TypeError, match="subtract"):
         pk.subtract(pk.array(np.array([True])), pk.array(np.array([False])))
+    with pytest.raises(TypeError, match="greater: viewB must be a View, an array or a number, got str"):
+        pk.greater(pk.zeros(3), "x")
+    with pytest.raises(TypeError, match="log: view must be"):
+        pk.log("x")
+    with pytest.raises(ValueError, match="where: operands of shapes"):
+        pk.where(pk.zeros(3, dtype=pk.bool_), pk.zeros(4), 1.0)
+    with pytest.raises(ValueError, match="equal: operands of shapes"):
+        pk.equal(pk.zeros(3), pk.zeros(4))
+    with pytest.raises(TypeError, match="round: decimals must be an int"):
+        pk.round(pk.zeros(3), decimals=1.5)
 
 
 @pk.workunit

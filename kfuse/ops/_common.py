@@ -89,6 +89,17 @@ def operand(x):
     return as_view(x) if is_array(x) else as_scalar(x)
 
 
+def named_operand(name: str, param: str, x):
+    """``operand`` with errors that name the function and the parameter: a View (arrays and lists become Views of a
+    kfuse dtype) or a number (or Future)."""
+    if is_array(x):
+        return view_of(name, param, x)
+    try:
+        return as_scalar(x)
+    except TypeError:
+        raise TypeError(f"{name}: {param} must be a View, an array or a number, got {type(x).__name__}") from None
+
+
 def kernel_scalar(s, like: View):
     """A scalar as passed to a kernel: ints become floats next to float Views (one specialisation)."""
     if isinstance(s, Future):

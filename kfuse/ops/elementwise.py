@@ -21,14 +21,14 @@ from . import kernels as k
 from .. import kernel_api
 from . import _common as _ufunc_common
 from ._common import (as_view, broadcast, copy2d, elementwise, is_array, kernel_scalar, operand, output,
-                      result_dtype, ufunc_dtype, view_of)
+                      named_operand, result_dtype, ufunc_dtype, view_of)
 
 
 def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
     """One element-wise binary operation. ``ufunc`` is NumPy's, whose result dtype (NumPy's promotion) is used
     unless ``dtype`` fixes it. ``sv`` runs scalar op View; None with ``swap`` None means commutative (run as View
     op scalar); ``swap`` is the mirrored View-op-scalar kernel (``s < b`` as ``b > s``)."""
-    a, b = operand(a), operand(b)
+    a, b = named_operand(name, "viewA", a), named_operand(name, "viewB", b)
     a_view, b_view = isinstance(a, View), isinstance(b, View)
     if not (a_view or b_view):
         if out is not None:
@@ -64,7 +64,7 @@ def _unary(name, ufunc, wu, scalar_fn, x, out, dtype=None):
     if not is_array(x):
         if out is not None:
             raise TypeError(f"{name}: out= needs an array operand")
-        return scalar_fn(x)
+        return scalar_fn(named_operand(name, "view", x))
     v = view_of(name, "view", x)
     dtype = ufunc_dtype(name, ufunc, v) if dtype is None else dtype
     return elementwise(wu, output(out, v.shape, dtype), a=v)
@@ -72,7 +72,7 @@ def _unary(name, ufunc, wu, scalar_fn, x, out, dtype=None):
 
 def add(viewA, viewB, out=None):
     """``viewA + viewB``; for two bool operands NumPy's bool sum, which is ``logical_or``."""
-    a, b = operand(viewA), operand(viewB)
+    a, b = named_operand("add", "viewA", viewA), named_operand("add", "viewB", viewB)
     if (isinstance(a, View) or isinstance(b, View)) and ufunc_dtype("add", np.add, a, b) == np.bool_:
         return logical_or(a, b, out=out)
     return _binary("add", np.add, k.add_vv, k.add_vs, None, operator.add, viewA, viewB, out)
@@ -107,7 +107,7 @@ def _py_floor_divide(a, b):
 
 def floor_divide(viewA, viewB, out=None):
     """NumPy's ``//``: rounds towards minus infinity; an integer zero divisor gives 0, a float one inf/NaN."""
-    a, b = operand(viewA), operand(viewB)
+    a, b = named_operand("floor_divide", "viewA", viewA), named_operand("floor_divide", "viewB", viewB)
     if isinstance(a, View) or isinstance(b, View):
         if ufunc_dtype("floor_divide", np.floor_divide, a, b).kind == "f":
             return _binary("floor_divide", np.floor_divide, k.floordiv_f_vv, k.floordiv_f_vs, k.floordiv_f_sv,
@@ -127,7 +127,7 @@ def logaddexp(viewA, viewB, out=None):
 
 
 def _extreme(name, ufunc, fkernels, ikernels, viewA, viewB, out):
-    a, b = operand(viewA), operand(viewB)
+    a, b = named_operand(name, "viewA", viewA), named_operand(name, "viewB", viewB)
     wus = ikernels
     if isinstance(a, View) or isinstance(b, View):
         if ufunc_dtype(name, ufunc, a, b).kind == "f":
@@ -302,9 +302,10 @@ around = round
 
 
 def where(cond, a, b, out=None):
-    """``a`` where ``cond`` is true (non-zero), else ``b``; ``a``/``b`` may be scalars."""
-    cond = as_view(cond)
-    a, b = operand(a), operand(b)
+    """``a`` where ``cond`` is true (non-zero, NaN included), else ``b``, all three broadcast together; ``a``/``b``
+    may be scalars. The dtype is NumPy's promotion of ``a`` and ``b``."""
+    cond = view_of("where", "cond", cond)
+    a, b = named_operand("where", "a", a), named_operand("where", "b", b)
     shape, (cond, a, b) = broadcast("where", cond, a, b)
     target = output(out, shape, result_dtype(a, b))
     a_view, b_view = isinstance(a, View), isinstance(b, View)
@@ -343,7 +344,7 @@ def copyto(viewA, viewB, casting="same_kind"):
         raise TypeError(f"copyto: viewA must be a View, got {type(viewA).__name__}")
     if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
         raise ValueError(f"copyto: casting must be 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', got {casting!r}")
-    src = operand(viewB) if not is_array(viewB) else view_of("copyto", "viewB", viewB)
+    src = named_operand("copyto", "viewB", viewB)
     from_type = src.dtype.np if isinstance(src, View) else _ufunc_common._dtype_key(src)
     if isinstance(from_type, type):  # a Python number: NumPy checks its value's kind only
         from_type = np.result_type(_ufunc_common._WEAK.get(from_type, from_type), viewA.dtype.np) \
