@@ -24,7 +24,7 @@ def kfuse_runtime(request, monkeypatch):
     test starts use it too. Tests turn fusion on themselves; what they leave pending goes with their runtime."""
     from kfuse import backends, context, engine
 
-    for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_TRANSFORMS"):
+    for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS"):
         monkeypatch.delenv(name, raising=False)
     marker = request.node.get_closest_marker("backend")
     with context.installed(engine.Runtime(backend=backends.named(marker.args[0] if marker else "kokkos"))) as runtime:
