@@ -126,6 +126,24 @@ def test_binary_scalar_dtypes(dtype, s, name, scalar_first):
 
 
 @FAST
+@given(st.sampled_from(COMPARISONS + ["add", "subtract", "multiply", "divide", "maximum"]), st.booleans(),
+       st.sampled_from([0.1, 1 / 3, 2.5, 16777217]))
+def test_float32_with_python_scalars(name, scalar_first, s):
+    """A Python number next to a float32 View takes float32 precision, as in NumPy (0.1f, not 0.1)."""
+    a = np.array([0.1, 1 / 3, 2.5, -0.1, 16777216.0, 7.0], dtype=np.float32)
+    args = (s, a) if scalar_first else (a, s)
+    check(getattr(pk, name)(*(pk.array(x) if isinstance(x, np.ndarray) else x for x in args)),
+          np_call(getattr(np, name), *args), name)
+
+
+def test_float32_against_integers_in_double():
+    a = np.array([16777217, 3, -5], dtype=np.int64)
+    b = np.array([16777216.0, 3.0, -5.5], dtype=np.float32)
+    for name in COMPARISONS + ["add", "subtract", "multiply"]:
+        check(getattr(pk, name)(pk.array(a), pk.array(b)), np_call(getattr(np, name), a, b), name)
+
+
+@FAST
 @given(operand_pairs(), st.booleans())
 def test_binary_out(pair, fused):
     a, b = pair

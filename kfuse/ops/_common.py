@@ -101,9 +101,12 @@ def named_operand(name: str, param: str, x):
 
 
 def kernel_scalar(s, like: View):
-    """A scalar as passed to a kernel: ints become floats next to float Views (one specialisation)."""
+    """A scalar as passed to a kernel: ints become floats next to float Views (one specialisation), rounded to
+    float32 next to a float32 View."""
     if isinstance(s, Future):
         return s
+    if like.dtype.np == np.float32 and isinstance(s, (bool, int, float)):
+        return float(np.float32(s))  # NumPy's weak scalar takes the View's float32 precision (x > 0.1 compares to 0.1f)
     if like.dtype.is_float and isinstance(s, (bool, int)):
         return float(s)
     return int(s) if isinstance(s, bool) else s

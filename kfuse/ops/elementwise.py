@@ -36,8 +36,8 @@ def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
         return pyop(a, b)
     if dtype is None:
         dtype = ufunc_dtype(name, ufunc, a, b)
-        if a_view and b_view and dtype == np.float64:
-            a, b = _in_double(a, b), _in_double(b, a)
+    if a_view and b_view:  # float32 against an integer View: NumPy computes (and compares) in double
+        a, b = _in_double(a, b), _in_double(b, a)
     if a_view and b_view:
         shape, (a, b) = broadcast(name, a, b)
         return elementwise(vv, output(out, shape, dtype), a=a, b=b)
