@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..frontend.normalize import KernelSource
 from ..frontend.spec import KernelSpec
@@ -24,8 +25,12 @@ class FusedKernel:
     restrict: frozenset = frozenset()  # View parameters passed as __restrict__ pointers
 
     def value(self, param: str):
-        names = [n for n, _ in self.spec.params]
-        return self.args[self.arg_index[names.index(param)]]
+        return self.args[self.arg_index[self._positions[param]]]
+
+    @cached_property
+    def _positions(self) -> dict:
+        """Parameter name -> its position (a long group's passes ask for every parameter: no list search)."""
+        return {n: i for i, (n, _) in enumerate(self.spec.params)}
 
     def with_tree(self, tree: ast.FunctionDef, **changes) -> "FusedKernel":
         source = KernelSource(name=self.source.name, tree=tree, filename=self.source.filename,
