@@ -3,6 +3,7 @@ reductions over axes, ``where``, ``copyto``, ``result_type``, 1-D ``matmul``/``d
 Python backend (no compiler), with one compiled smoke test. Hypothesis draws dtypes, shapes (0-d, 1-D, 2-D and
 broadcasting pairs), values and axes."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -14,7 +15,9 @@ import kfuse as pk
 pytestmark = pytest.mark.backend("python")
 
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
-FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+# KFUSE_API_EXAMPLES=200 for a deeper search than the suite's quick one.
+FAST = settings(max_examples=int(os.environ.get("KFUSE_API_EXAMPLES", 12)), deadline=None,
+                suppress_health_check=list(HealthCheck))
 
 
 def kf_dtype(dtype) -> np.dtype:
@@ -37,7 +40,8 @@ def values(dtype, shape):
 
 shapes = st.sampled_from([(), (1,), (5,), (3, 4), (0,), (2, 0)])
 pair_shapes = st.sampled_from([((5,), (5,)), ((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((1,), (6,)),
-                               ((), (4,)), ((2, 3), ()), ((4, 1), (4,)), ((0,), (1,))])
+                               ((), (4,)), ((2, 3), ()), ((4, 1), (4,)), ((0,), (1,)),
+                               ((), ())])
 
 
 @st.composite
@@ -178,6 +182,9 @@ def test_unary(dtype, shape, name, fused, data):
     want = np_call(getattr(np, name), a)
     got = run(fused, lambda: getattr(pk, name)(pk.array(a)))
     check(got, want, name)
+    out = pk.zeros(a.shape, dtype=np.float64)  # out= of another dtype: NumPy's values, converted
+    assert getattr(pk, name)(view=pk.array(a), out=out) is out
+    check(out, want, name + " out=", exact_dtype=False)
 
 
 @FAST

@@ -21,7 +21,7 @@ from . import kernels as k
 from .. import kernel_api
 from . import _common as _ufunc_common
 from ._common import (as_view, broadcast, copy2d, elementwise, is_array, kernel_scalar, operand, output,
-                      named_operand, result_dtype, ufunc_dtype, view_of)
+                      named_operand, new_view, result_dtype, ufunc_dtype, view_of)
 
 
 def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
@@ -40,13 +40,23 @@ def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
         a, b = _in_double(a, b), _in_double(b, a)
     if a_view and b_view:
         shape, (a, b) = broadcast(name, a, b)
-        return elementwise(vv, output(out, shape, dtype), a=a, b=b)
-    target = output(out, (a if a_view else b).shape, dtype)
+        return _into(vv, out, shape, dtype, a=a, b=b)
+    shape = (a if a_view else b).shape
     if a_view:
-        return elementwise(vs, target, a=a, s=kernel_scalar(b, a))
+        return _into(vs, out, shape, dtype, a=a, s=kernel_scalar(b, a))
     if sv is not None:
-        return elementwise(sv, target, s=kernel_scalar(a, b), b=b)
-    return elementwise(swap or vs, target, a=b, s=kernel_scalar(a, b))
+        return _into(sv, out, shape, dtype, s=kernel_scalar(a, b), b=b)
+    return _into(swap or vs, out, shape, dtype, a=b, s=kernel_scalar(a, b))
+
+
+def _into(wu, out, shape, dtype, **operands) -> View:
+    """Run element-wise ``wu`` for a result of ``dtype`` into ``out`` (or a new View). An ``out=`` of another
+    dtype receives the result converted, as in NumPy, which computes in ``dtype`` first (float32 values added
+    into a float64 ``out`` are float32 sums): through a temporary, by a copy kernel that fuses."""
+    target = output(out, shape, dtype)
+    if target.dtype.np == dtype:
+        return elementwise(wu, target, **operands)
+    return copy(elementwise(wu, new_view(shape, dtype), **operands), out=target)
 
 
 def _in_double(x: View, other: View) -> View:
@@ -67,7 +77,7 @@ def _unary(name, ufunc, wu, scalar_fn, x, out, dtype=None):
         return scalar_fn(named_operand(name, "view", x))
     v = view_of(name, "view", x)
     dtype = ufunc_dtype(name, ufunc, v) if dtype is None else dtype
-    return elementwise(wu, output(out, v.shape, dtype), a=v)
+    return _into(wu, out, v.shape, dtype, a=v)
 
 
 def add(viewA, viewB, out=None):
@@ -294,8 +304,8 @@ def round(view=None, decimals=0, out=None):  # noqa: A001 - NumPy/PyKokkos spell
             raise ValueError("round: decimals < 0 for an integer view is not supported")
         return copy(v, out=out)
     if decimals >= 0:
-        return elementwise(k.round_k, output(out, v.shape, dtype), a=v, scale=10.0 ** decimals)
-    return elementwise(k.round_neg_k, output(out, v.shape, dtype), a=v, scale=10.0 ** -decimals)
+        return _into(k.round_k, out, v.shape, dtype, a=v, scale=10.0 ** decimals)
+    return _into(k.round_neg_k, out, v.shape, dtype, a=v, scale=10.0 ** -decimals)
 
 
 around = round
