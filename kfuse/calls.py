@@ -159,7 +159,7 @@ def _arg_type(wu: Workunit, name: str, value, annotation) -> ArgType:
                                     f"elements, got {value.dtype!r}")
         declared = wu.options.get(name)
         atomic = value.trait is Trait.Atomic or isinstance(declared, ViewTypeInfo) and declared.trait is Trait.Atomic
-        return ArgType("view", value.dtype, value.ndim, value.layout, atomic)
+        return ArgType("view", value.dtype, value.ndim, value.storage, atomic)
     if isinstance(annotation, _ViewAnnotation):
         raise ArgumentError(f"workunit '{wu.__name__}': parameter '{name}' expects a View, got "
                             f"{type(value).__name__ if value is not None else 'a Future'}")

@@ -49,7 +49,7 @@ def _sliced(index) -> bool:
 
 def _sig(view) -> tuple:
     """A View's ``sig``: an Atomic View gets its own specialisations (their stores are atomic)."""
-    base = (view.dtype, view.ndim, view.layout)
+    base = (view.dtype, view.ndim, view.storage)
     return base + (Trait.Atomic,) if view.trait is Trait.Atomic else base
 
 
@@ -91,6 +91,7 @@ class Layout(enum.Enum):
     LayoutDefault = "LayoutDefault"
     LayoutLeft = "LayoutLeft"
     LayoutRight = "LayoutRight"
+    LayoutStride = "LayoutStride"  # what ``view.layout`` says of a View over neither order (a strided subview)
 
 
 class Trait(enum.Enum):
@@ -144,7 +145,7 @@ class View:
     range of the memory, so Views over shared memory are recognised as the same data.
     """
 
-    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "layout", "ptr", "strides", "bounds", "sig", "trait",
+    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "storage", "ptr", "strides", "bounds", "sig", "trait",
                  "_escapes", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
@@ -163,7 +164,7 @@ class View:
         if any(s % itemsize for s in array.strides):
             raise ValueError("View strides must be whole elements")
         self.strides = tuple(s // itemsize for s in array.strides)
-        self.layout = "right" if array.flags.c_contiguous else "stride"
+        self.storage = "right" if array.flags.c_contiguous else "stride"  # what kernels specialise on
         self.ptr = array.__array_interface__["data"][0]
         lo, hi = _byte_bounds(array) if array.size else (self.ptr, self.ptr)
         self.bounds = (lo, hi)
@@ -212,6 +213,19 @@ class View:
 
     def __deepcopy__(self, memo) -> "View":
         return self
+
+    @property
+    def layout(self) -> Layout:
+        """PyKokkos's ``view.layout``: LayoutRight for row-major memory, LayoutLeft for column-major (a 1-D or
+        single-element View is both: LayoutRight), LayoutStride otherwise."""
+        if self.storage == "right":
+            return Layout.LayoutRight
+        expected, step = [], 1
+        for n in self.shape:
+            expected.append(step)
+            step *= n
+        left = all(s == e for s, e, n in zip(self.strides, expected, self.shape) if n > 1)
+        return Layout.LayoutLeft if left else Layout.LayoutStride
 
     def resize(self, dimension: int, size: int) -> None:
         """PyKokkos's ``view.resize(dim, n)``: new memory (same dtype and layout) with extent ``n`` in ``dim``,
@@ -429,7 +443,7 @@ class DeviceView(View):
         self.shape, self.ndim = shape, len(shape)
         self.strides = tuple(s // np_dtype.itemsize for s in strides)
         contiguous = self.strides == tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
-        self.layout = "right" if contiguous else "stride"
+        self.storage = "right" if contiguous else "stride"
         self.ptr = int(iface["data"][0])
         span = sum((n - 1) * s for n, s in zip(shape, strides) if n > 0) + np_dtype.itemsize if all(shape) else 0
         self.bounds = (self.ptr, self.ptr + span)

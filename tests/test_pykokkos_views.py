@@ -169,3 +169,10 @@ def test_compiled_kernels_on_layout_left():
 def test_python_int_is_pykokkos_int32_for_view_elements():
     assert pk.View([3], int).dtype is pk.int32 and np.asarray(pk.View([3], int)).dtype == np.int32
     assert pk.View1D[int].dtype is pk.int32 and pk.View1D[float].dtype is pk.double
+
+
+def test_view_layout_is_a_pykokkos_layout():
+    assert pk.View([3, 4], pk.double).layout is pk.Layout.LayoutRight
+    assert pk.View([3, 4], pk.double, layout=pk.Layout.LayoutLeft).layout is pk.Layout.LayoutLeft
+    assert pk.View([5], pk.double, layout=pk.Layout.LayoutLeft).layout is pk.Layout.LayoutRight  # 1-D: both orders
+    assert pk.View([4, 6], pk.double)[:, 1:3].layout is pk.Layout.LayoutStride

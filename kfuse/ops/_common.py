@@ -172,7 +172,7 @@ def transposed(v: View) -> View:
 
 def contiguous(v: View) -> View:
     """v itself if C-contiguous, else a contiguous copy made by a kernel."""
-    if v.layout == "right" or v.ndim == 1:
+    if v.storage == "right" or v.ndim == 1:
         return v
     if v.ndim != 2:
         raise ValueError("kfuse array operations take strided Views of rank 1 or 2 only")
@@ -199,7 +199,7 @@ def flat(v: View) -> View:
 
 def _contiguous_target(target: View) -> View:
     """Where a kernel writes a result meant for ``target``: target itself, or a contiguous temporary."""
-    if target.layout == "right" or target.ndim == 1:
+    if target.storage == "right" or target.ndim == 1:
         return target
     if target.ndim != 2:
         raise ValueError("kfuse array operations take strided Views of rank 1 or 2 only")

@@ -336,7 +336,7 @@ def copy(x, out=None):
     """
     v = as_view(x)
     target = output(out, v.shape, v.dtype.np)
-    if v.ndim == 2 and "stride" in (v.layout, target.layout):
+    if v.ndim == 2 and "stride" in (v.storage, target.storage):
         return copy2d(target, v)
     return elementwise(k.copy_k, target, a=v)
 

@@ -52,10 +52,10 @@ def _new_shape(shape, size: int) -> tuple:
 
 
 def _reshape_c(v: View, shape: tuple, copy_: bool | None) -> View:
-    if copy_ is False and v.layout != "right":
+    if copy_ is False and v.storage != "right":
         raise ValueError("reshape: copy=False, but the array is not contiguous in the requested order, so its "
                          "elements cannot be reshaped without a copy")
-    source = _copied(v) if copy_ or v.layout != "right" else v
+    source = _copied(v) if copy_ or v.storage != "right" else v
     return View.wrap(source._array.reshape(shape))
 
 
