@@ -9,13 +9,12 @@ passed to ``parallel_*`` directly (``pk.parallel_for(n, obj.kernel)``).
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 
 from . import context, kernel_api
 from .errors import ArgumentError
 from .frontend.methods import ToSelf, bare_fields
-from .frontend.workunit import parse_function
+from .frontend.workunit import compiled, parse_function
 from .spaces import ExecutionSpace, set_default_space
 
 _ROLE = "_kfuse_role"
@@ -107,24 +106,12 @@ def _rescoped(fn, cls: type):
     names = bare_fields(parsed.tree, parsed.namespace, cls)
     tree = ToSelf(names).visit(copy.deepcopy(parsed.tree))
     printf = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "printf"
-              and "printf" not in parsed.namespace and not hasattr(builtins, "printf")]
+              and "printf" not in parsed.namespace]
     if not names and not printf:
         return fn
     for node in printf:
         node.id = _PRINTF
-    # Compiled inside an outer function whose parameters supply printf and the original's free variables.
-    supplied = [_PRINTF, *fn.__code__.co_freevars]
-    outer = ast.FunctionDef(name="_kfuse_outer", args=ast.arguments(
-        posonlyargs=[], args=[ast.arg(arg=a) for a in supplied], vararg=None, kwonlyargs=[], kw_defaults=[],
-        kwarg=None, defaults=[]), body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
-        decorator_list=[], returns=None, type_comment=None)
-    for node in (outer, outer.body[1], outer.body[1].value):
-        ast.copy_location(node, tree)
-    module = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
-    namespace: dict = {}
-    exec(compile(module, parsed.filename, "exec"), fn.__globals__, namespace)  # noqa: S102 - the user's own method
-    cells = [cell.cell_contents for cell in fn.__closure__ or ()]
-    return namespace["_kfuse_outer"](kernel_api.printf, *cells)
+    return compiled(tree, parsed.filename, fn, {_PRINTF: kernel_api.printf}, fn.__defaults__)
 
 
 _PRINTF = "_kfuse_printf"

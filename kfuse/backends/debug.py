@@ -27,7 +27,7 @@ import numpy as np
 from .interp import DebugTeamMember, IndexFault, ScratchFault, debug_view, python_scalar
 from ..errors import KernelIndexError, KernelScratchError, KernelZeroDivisionError
 from ..frontend.normalize import math_function, shadowed_math
-from ..frontend.workunit import Function
+from ..frontend.workunit import Function, compiled
 from ..policies import MDRangePolicy, PerTeam, PerThread, RangePolicy, TeamPolicy, TeamThreadMDRange
 from ..types import _ScratchAnnotation
 from .base import Backend, Kernel, Lowered
@@ -194,19 +194,7 @@ def _checked(parsed, made: dict):
                      if isinstance(n, ast.Call) and shadowed_math(n.func, parsed.namespace)})
     made[parsed.uid] = None  # a helper calling itself keeps the unchecked original below
     supplied.update({name: _checked(h.parsed, made) or h.fn for name, h in helpers.items()})
-    # Compile inside an outer function whose parameters are the original's free variables plus the
-    # names supplied here: the inner function's closure then takes the original cells and new ones.
-    outer_params = list(fn.__code__.co_freevars) + [n for n in supplied if n not in fn.__code__.co_freevars]
-    outer = ast.FunctionDef(name="_kf_outer", args=ast.arguments(
-        posonlyargs=[], args=[ast.arg(arg=p) for p in outer_params], vararg=None, kwonlyargs=[], kw_defaults=[],
-        kwarg=None, defaults=[]), body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
-        decorator_list=[], returns=None, type_comment=None, lineno=1, col_offset=0)
-    module = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
-    outer_code = compile(module, parsed.filename, "exec").co_consts[0]
-    code = next(c for c in outer_code.co_consts if isinstance(c, types.CodeType) and c.co_name == tree.name)
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    closure = tuple(types.CellType(supplied[n]) if n in supplied else cells[n] for n in code.co_freevars)
-    made[parsed.uid] = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    made[parsed.uid] = compiled(tree, parsed.filename, fn, supplied, fn.__defaults__)
     return made[parsed.uid]
 
 

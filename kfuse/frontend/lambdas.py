@@ -9,18 +9,16 @@ values then. A captured ``self`` makes it a method kernel (frontend/methods.py),
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import linecache
 import numbers
-import types
 
 import numpy as np
 
 from ..errors import ArgumentError, SourceError
 from ..future import Future
 from ..views import View
-from .workunit import BoundWorkunit, ParsedFunction, Workunit
+from .workunit import BoundWorkunit, ParsedFunction, Workunit, compiled
 
 OUTPUT = "lambda_output"  # the parameter the 3-argument parallel_for form writes
 
@@ -47,7 +45,7 @@ def as_kernel(op: str, fn, positional: tuple, kwargs: dict):
     made = _made.get(key)
     if made is None:
         constants = {n: v for n, v in captured.items() if n != "self" and not _is_data(v)}
-        made = _made[key] = (_workunit(code, fn.__globals__, op, output, constants), constants)
+        made = _made[key] = (_workunit(fn, op, output, constants), constants)
     wu, constants = made
     for name, value in constants.items():
         if captured[name] is not value:
@@ -73,7 +71,10 @@ def _is_data(value) -> bool:
         hasattr(value, "__cuda_array_interface__")
 
 
-def _workunit(code, globals_: dict, op: str, output: bool, constants: dict) -> Workunit:
+def _workunit(lam, op: str, output: bool, constants: dict) -> Workunit:
+    """The workunit of lambda ``lam``; its ``fn`` is the kernel's tree compiled as a function seeing the lambda's
+    globals and captured constants (the Debug space runs it)."""
+    code = lam.__code__
     node = _find(code)
     params = [a.arg for a in node.args.args]
     expected = 1 if op == "for" else 2
@@ -94,7 +95,7 @@ def _workunit(code, globals_: dict, op: str, output: bool, constants: dict) -> W
         decorator_list=[], returns=None, type_comment=None)
     ast.copy_location(tree, node)
     ast.fix_missing_locations(tree)
-    fn = _stand_in(code, tree, globals_)
+    fn = compiled(tree, code.co_filename, lam, {})
     wu = Workunit(fn)
     wu.__dict__["parsed"] = ParsedFunction(fn=fn, name=tree.name, tree=tree, filename=code.co_filename,
                                            namespace={**fn.__globals__, **constants})
@@ -104,15 +105,6 @@ def _workunit(code, globals_: dict, op: str, output: bool, constants: dict) -> W
 def _subscript(view: str, index: str) -> ast.Subscript:
     return ast.Subscript(value=ast.Name(id=view, ctx=ast.Load()), slice=ast.Name(id=index, ctx=ast.Load()),
                          ctx=ast.Store())
-
-
-def _stand_in(code, tree: ast.FunctionDef, globals_: dict):
-    """A Python function with the kernel's signature and the lambda's globals, compiled from the kernel's tree:
-    what kfuse keeps as a workunit's ``fn`` (the Debug space runs it)."""
-    module = ast.fix_missing_locations(ast.Module(body=[copy.deepcopy(tree)], type_ignores=[]))
-    compiled = compile(module, code.co_filename, "exec")
-    body = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
-    return types.FunctionType(body, globals_, tree.name)
 
 
 def _find(code) -> ast.Lambda:

@@ -11,6 +11,7 @@ import functools
 import inspect
 import itertools
 import textwrap
+import types
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -69,6 +70,23 @@ def parse_function(fn, name: str | None = None) -> ParsedFunction:
     parsed = ParsedFunction(fn=fn, name=name or fn.__name__, tree=tree, filename=filename, namespace=namespace)
     _check_nesting(parsed)
     return parsed
+
+
+def compiled(tree: ast.FunctionDef, filename: str, fn, supplied: dict, defaults=None):
+    """The function ``tree`` defines, compiled as if it were ``fn`` (its globals, and its closure cells for the free
+    names it shares with ``fn``), with ``supplied``'s values bound to the other free names ``tree`` uses."""
+    freevars = fn.__code__.co_freevars
+    outer = ast.FunctionDef(name="_kf_outer", args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=p) for p in [*freevars, *(n for n in supplied if n not in freevars)]],
+        vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None, lineno=1, col_offset=0)
+    module = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
+    outer_code = compile(module, filename, "exec").co_consts[0]
+    code = next(c for c in outer_code.co_consts if isinstance(c, types.CodeType) and c.co_name == tree.name)
+    cells = dict(zip(freevars, fn.__closure__ or ()))
+    closure = tuple(types.CellType(supplied[n]) if n in supplied else cells[n] for n in code.co_freevars)
+    return types.FunctionType(code, fn.__globals__, tree.name, defaults, closure)
 
 
 #: Deepest AST nesting accepted: kfuse's passes recurse over the tree (copy.deepcopy alone takes about
