@@ -64,11 +64,8 @@ def _memory(x, write: bool):
 def _in_place(op):
     """A View's ``__i<op>__``: ``op`` on its array in place, as NumPy does (same casting rules), after the barrier."""
     def apply(self, other):
-        if isinstance(other, View):
-            host_barrier(other, False)
-            other = other._array
-        host_barrier(self, True)
-        op(self._array, other)
+        other = _memory(other, False)
+        op(_memory(self, True), other)
         return self
     return apply
 

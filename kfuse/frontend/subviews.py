@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import copy
 
+from ..ir.pyast import flatten_subscript
+
 
 class _Slice:
     """One sliced dimension of the parent: element k of the subview is parent index ``lo + k``."""
@@ -37,7 +39,7 @@ def inline_subviews(tree: ast.FunctionDef, error) -> ast.FunctionDef:
         name, subscript = _target(stmt, error), stmt.value
         if stores.get(name, 0) != 1:
             raise error(f"subview '{name}' is assigned more than once; a subview local must be assigned once", stmt)
-        base, indices = _chain(subscript)
+        base, indices = flatten_subscript(subscript)
         if not isinstance(base, ast.Name):
             raise error("only a View or a subview local can be sliced in a kernel", subscript)
         for expr in indices:
@@ -54,7 +56,7 @@ def inline_subviews(tree: ast.FunctionDef, error) -> ast.FunctionDef:
 def _slices(stmt) -> bool:
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or not isinstance(stmt.value, ast.Subscript):
         return False
-    _, indices = _chain(stmt.value)
+    _, indices = flatten_subscript(stmt.value)
     return any(isinstance(i, ast.Slice) for i in indices)
 
 
@@ -63,16 +65,6 @@ def _target(stmt, error) -> str:
     if len(targets) != 1 or not isinstance(targets[0], ast.Name):
         raise error("a subview must be assigned to one local name", stmt)
     return targets[0].id
-
-
-def _chain(node: ast.Subscript):
-    """(base, indices) of ``base[a][b, c]`` -> (base, [a, b, c])."""
-    parts = []
-    while isinstance(node, ast.Subscript):
-        index = node.slice
-        parts[:0] = list(index.elts) if isinstance(index, ast.Tuple) else [index]
-        node = node.value
-    return node, parts
 
 
 def _store_counts(tree) -> dict:
@@ -136,7 +128,7 @@ class _Rewriter(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Subscript(self, node):
-        base, indices = _chain(node)
+        base, indices = flatten_subscript(node)
         if not (isinstance(base, ast.Name) and base.id in self.aliases):
             return self.generic_visit(node)
         alias = self.aliases[base.id]
