@@ -136,7 +136,7 @@ def _increment(value, view: str, indices: list):
 def _assignable(tree: ast.FunctionDef, scalars: list) -> ast.FunctionDef:
     """``tree`` with each scalar parameter it assigns (``i -= 1``, as Python allows) read through a local copy:
     in the kernel, thread indices and scalar arguments are constants."""
-    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored = assigned_names(tree.body)
     assigned = [n for n in scalars if n in stored]
     if not assigned:
         return tree
