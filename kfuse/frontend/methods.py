@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import ArgumentError, UnsupportedSyntaxError
 from ..types import View1D, _ViewAnnotation
+from .normalize import local_names, resolve_annotation
 from .workunit import Function, ParsedFunction, Workunit, is_method, parse_function
 
 
@@ -71,8 +72,6 @@ def kernel_for(method: Workunit, cls: type) -> MethodKernel:
 def _field_annotations(cls: type) -> dict:
     """field -> resolved annotation, from the ``self.f: T = ...`` assignments of the ``__init__``s of ``cls``
     and its bases (a subclass's own declaration wins). A list field is a 1-D View of its element type."""
-    from .normalize import resolve_annotation
-
     found: dict = {}
     for klass in reversed(cls.__mro__):
         init = klass.__dict__.get("__init__")
@@ -84,14 +83,14 @@ def _field_annotations(cls: type) -> dict:
             continue
         for node in ast.walk(parsed.tree):
             if isinstance(node, ast.AnnAssign) and _is_self_attribute(node.target):
-                found[node.target.attr] = _annotation(parsed, node.annotation, resolve_annotation)
+                found[node.target.attr] = _annotation(parsed, node.annotation)
     return found
 
 
-def _annotation(parsed, node, resolve):
+def _annotation(parsed, node):
     """The resolved annotation, or None when it is not one kernels use (the value's type then decides)."""
     try:
-        value = resolve(parsed, node)
+        value = resolve_annotation(parsed, node)
     except Exception:  # noqa: BLE001 - e.g. an annotation naming a host-only class
         return None
     if typing.get_origin(value) in (list, tuple):  # List[int]: a 1-D array of the element type in kernels
@@ -107,8 +106,7 @@ def bare_fields(tree: ast.FunctionDef, namespace: dict, cls: type) -> set:
     """Names ``tree`` reads bare that mean the object's fields: PyKokkos compiles a class's methods to C++, where a
     member is in scope by its bare name (``A[j]`` for ``self.A``). Only names that are no local, parameter, global
     or builtin of the method, and that ``cls`` declares as fields, are taken so."""
-    local = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)} | {
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    local = local_names(tree)
     declared = _field_annotations(cls)
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             and n.id not in local and n.id not in namespace and not hasattr(builtins, n.id) and n.id in declared}

@@ -96,7 +96,8 @@ class KernelSource:
         return cls(message, workunit=self.name, filename=self.filename, node=node or self.tree, hint=hint)
 
 
-def _local_names(tree: ast.FunctionDef) -> set[str]:
+def local_names(tree: ast.FunctionDef) -> set[str]:
+    """The names a function binds itself (parameters, assignments, nested defs and their parameters)."""
     names = {a.arg for a in tree.args.args}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -280,7 +281,7 @@ def _resolve(parsed: ParsedFunction) -> tuple[KernelSource, _Resolver]:
     """A resolved copy of one function's AST (the cached original is never mutated), and what it names."""
     check_constructs(parsed, parsed.tree)
     tree = copy.deepcopy(parsed.tree)
-    resolver = _Resolver(parsed, _local_names(tree))
+    resolver = _Resolver(parsed, local_names(tree))
     annotations = {a.arg: resolver.resolve_annotation(a.annotation) for a in tree.args.args}
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign):
