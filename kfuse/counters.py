@@ -4,7 +4,7 @@ from __future__ import annotations
 from . import context
 
 COUNTERS = ("ops_traced", "flushes", "kernels_launched", "fused_kernels_launched", "escaped_calls", "printing_calls",
-            "compiles", "cache_hits", "kernels_loaded", "kernels_unloaded")
+            "compiles", "cache_hits", "kernels_loaded", "kernels_unloaded", "unstored_arrays")
 
 
 def fresh() -> dict:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from . import config
+from . import config, counters
 from .backends.base import Lowered
 from .calls import writes_of
 from .errors import KfuseError
@@ -28,6 +28,7 @@ from .runtime.launch import policy_slots
 from .transforms import manager as transforms
 from .transforms.ir import FusedKernel, scalar_key
 from .tracer.failures import is_fault
+from .tracer import liveness
 from .tracer.trace import Ranges, footprint
 
 _MAX_CACHED = 4096  # plans/fused kernels kept; a program whose ranges change every step must not grow forever
@@ -76,10 +77,11 @@ def kernel_of(prepared):
     return kernel
 
 
-def lower_group(group: list, args: tuple, names: frozenset) -> tuple:
-    """(Lowered, arg_index) of a fused group: its bodies built into one kernel, then the passes in ``names``."""
+def lower_group(group: list, args: tuple, names: frozenset, scratch: frozenset = frozenset()) -> tuple:
+    """(Lowered, arg_index) of a fused group: its bodies built into one kernel, then the passes in ``names``;
+    ``scratch``: positions in ``args`` of Views nothing reads after the group (tracer/liveness.py)."""
     source, spec, name = build.build(group)
-    kernel, _ = transforms.apply(FusedKernel(source, spec, tuple(range(len(args))), args), names)
+    kernel, _ = transforms.apply(FusedKernel(source, spec, tuple(range(len(args))), args, scratch=scratch), names)
     writes = writes_of(summarize(kernel.source, kernel.spec), kernel.spec)
     return Lowered(kernel.source, kernel.spec, name, writes, fused=True, restrict=kernel.restrict), kernel.arg_index
 
@@ -91,12 +93,13 @@ def _scalar_pattern(args: tuple) -> tuple:
     return tuple(classes.setdefault(scalar_key(a), len(classes)) for a in args if not hasattr(a, "ptr"))
 
 
-def _fused_key(graph, indices: list, group: list, args: tuple) -> tuple:
-    """What a fused group's kernel depends on: backend, member kernels, aliasing, equal scalars, transforms."""
+def _fused_key(graph, indices: list, group: list, args: tuple, scratch: frozenset) -> tuple:
+    """What a fused group's kernel depends on: backend, member kernels, aliasing, equal scalars, transforms,
+    and which arguments are scratch (their stores are removed only by the memory transform)."""
     backend = group[0].prepared.backend
     names = transforms.enabled() & backend.transforms
     return backend.name, tuple(graph.nodes[i].kernel for i in indices), graph.pattern_of(indices), \
-        _scalar_pattern(args), names
+        _scalar_pattern(args), names, tuple(sorted(scratch)) if "memory" in names else ()
 
 
 def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
@@ -105,11 +108,11 @@ def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
     found = rt.rendered.get(key)
     if found is None:
         backend = group[0].prepared.backend
-        _, _, aliasing, scalars, names = key
-        digest = persist.key(group, aliasing, scalars, names) if backend.persistent else None
+        _, _, aliasing, scalars, names, scratch = key
+        digest = persist.key(group, aliasing, scalars, names, scratch) if backend.persistent else None
         found = backend.stored(digest) if digest else None
         if found is None:
-            lowered, arg_index = lower_group(group, args, names)
+            lowered, arg_index = lower_group(group, args, names, frozenset(scratch))
             found = (backend.render(lowered), arg_index)
             if digest:
                 backend.store(digest, *found)
@@ -117,9 +120,9 @@ def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
     return found
 
 
-def fused_kernel(rt, graph, indices: list, group: list, args: tuple) -> tuple:
+def fused_kernel(rt, graph, indices: list, group: list, args: tuple, scratch: frozenset = frozenset()) -> tuple:
     """(Kernel, arg_index) of a fused group: from ``rt``'s cache, or rendered (``rendered_group``) and loaded."""
-    key = _fused_key(graph, indices, group, args)
+    key = _fused_key(graph, indices, group, args, scratch)
     entry = rt.fused.get(key)
     if entry is None:
         rendered, arg_index = rendered_group(rt, key, group, args)
@@ -130,21 +133,21 @@ def fused_kernel(rt, graph, indices: list, group: list, args: tuple) -> tuple:
     return entry
 
 
-def compile_ahead(rt, graph, plan, calls: list) -> None:
+def compile_ahead(rt, graph, plan, calls: list, scratch: dict) -> None:
     """Render every kernel this partition will load and has not loaded yet, and let the backend compile them
     together (Kokkos: one compiler per CPU), so a first flush waits for its slowest compile, not for the sum.
 
     Only a head start: a group whose arguments are still pending Futures is left out, and anything failing
     here is ignored, so the group's own run raises it where it belongs (and names the culprit)."""
     wanted = []
-    for indices in plan.groups:
+    for number, indices in enumerate(plan.groups):
         group = [calls[i] for i in indices]
         if any(c.futures for c in group) or any(rt.failures.blocking(c) for c in group):
             continue
         try:
             if len(group) > 1:
                 args = tuple(a for c in group for a in c.args)
-                key = _fused_key(graph, indices, group, args)
+                key = _fused_key(graph, indices, group, args, scratch.get(number, frozenset()))
                 if key not in rt.fused:
                     wanted.append(rendered_group(rt, key, group, args)[0])
             elif group[0].prepared.kernel is None:
@@ -173,13 +176,14 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     graph, plan, cached = schedule(rt, calls, fuse)
     record = explain.record(rt, calls, plan, time.perf_counter() - start, cached, fuse)
     failures = rt.failures
+    scratch = liveness.unreachable(calls, plan.groups) if len(plan.groups) < len(calls) else {}
     if len(plan.groups) > 1:
-        compile_ahead(rt, graph, plan, calls)
-    for indices in plan.groups:
+        compile_ahead(rt, graph, plan, calls, scratch)
+    for number, indices in enumerate(plan.groups):
         group = [calls[i] for i in indices]
         if len(group) > 1 and not any(failures.blocking(c) for c in group):
             try:
-                _run_fused(rt, graph, indices, group, record)
+                _run_fused(rt, graph, indices, group, record, scratch.get(number, frozenset()))
                 continue
             except KfuseError as exc:
                 if is_fault(exc):
@@ -192,12 +196,18 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
             _run_single(index, call, failures, record)
 
 
-def _run_fused(rt, graph, indices: list, group: list, record) -> None:
+def _run_fused(rt, graph, indices: list, group: list, record, scratch: frozenset) -> None:
     args = tuple(a for c in group for a in c.bound_args())
-    kernel, arg_index = fused_kernel(rt, graph, indices, group, args)
+    kernel, arg_index = fused_kernel(rt, graph, indices, group, args, scratch)
     results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
     values = [next(results) if c.op == "reduce" else None for c in group]
     record.fused_names.append(kernel.name)
+    if scratch:
+        passed = {id(args[i]) for i in arg_index}
+        unstored = len({id(args[p]) for p in scratch} - passed)
+        if unstored:
+            record.unstored[indices[0]] = unstored
+            counters.bump("unstored_arrays", unstored)
     for call, value in zip(group, values):
         if call.result is not None:
             call.result.set_result(value)

@@ -207,6 +207,14 @@ def k_divide(i: int, flag: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]
     y[i] = 0.5 * x[i] + 0.125 * (7 // (i - flag))  # a kernel fault (ZeroDivisionError) at i == flag
 
 
+def ops_chain(x, y, alpha):
+    """Array operations, not a workunit: ``y = exp(x / 4) * alpha + y / 2`` over the common length, whose two
+    intermediate arrays the program drops at once (fused, nothing stores them: kfuse/tracer/liveness.py)."""
+    n = min(x.shape[0], y.shape[0])
+    ys = y[:n]
+    pk.add(pk.multiply(pk.exp(pk.multiply(x[:n], 0.25)), alpha), pk.multiply(ys, 0.5), out=ys)
+
+
 @pk.workunit
 def k_broken(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = x[i] * 0.3173828125  # BROKEN_MARK
@@ -219,7 +227,8 @@ class Kernel:
     ``kinds``: per View parameter, the arrays it may take (``f64``: any 1-D float64 array; otherwise one
     fixed array name). ``writes``: the View parameters it writes (every View parameter counts as read).
     ``scalar``: the scalar parameter fed a call's ``alpha`` (a number or an earlier result), if any.
-    ``policy``: ``range``, ``team`` (one team per row) or ``debug`` (a RangePolicy in the Debug space).
+    ``policy``: ``range``, ``team`` (one team per row), ``debug`` (a RangePolicy in the Debug space) or ``ops``
+    (``workunit`` is a function of the arguments calling kfuse's array operations).
     ``opaque``: View parameters handed to a ``@pk.function``, which kfuse's access summary counts as written
     (so a failure it depends on poisons them too).
     """
@@ -248,6 +257,7 @@ KERNELS = {
     "helper": Kernel(k_helper, "for", ("x", "y"), (F64, F64), ("y",), opaque=("x", "y")),
     "pair": Kernel(k_pair, "for", ("x", "y"), (F64, F64), ("y",)),
     "blend": Kernel(Blend, "for", ("x", "y"), (F64, F64), ("y",), "alpha", method="blend"),
+    "ops_chain": Kernel(ops_chain, "for", ("x", "y"), (F64, F64), ("y",), "alpha", policy="ops"),
     "subrow": Kernel(k_subrow, "for", ("m", "out"), ("M", F64), ("out",)),
     "to_f32": Kernel(k_to_f32, "for", ("x", "f"), (F64, "f32"), ("f",)),
     "from_f32": Kernel(k_from_f32, "for", ("f", "y"), ("f32", F64), ("y",)),

@@ -64,7 +64,7 @@ class Run:
 
 # --- one step ---------------------------------------------------------------------------------------
 def _launch(op: str, policy, workunit, kwargs):
-    return _DISPATCH[op](policy, workunit, **kwargs)
+    return workunit(**kwargs) if policy == "ops" else _DISPATCH[op](policy, workunit, **kwargs)
 
 
 _DISPATCH = {"for": pk.parallel_for, "reduce": pk.parallel_reduce, "scan": pk.parallel_scan}
@@ -98,6 +98,8 @@ def _policy(kernel, step: Call, n: int):
         return pk.TeamPolicy(n, pk.AUTO if step.team == -1 else step.team)
     if kernel.policy == "debug":
         return pk.RangePolicy(pk.Debug, 0, n)
+    if kernel.policy == "ops":
+        return "ops"
     return n
 
 

@@ -16,6 +16,7 @@ class FlushRecord:
     fused: bool
     fused_names: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # failures and fall-backs met while running the groups
+    unstored: dict = field(default_factory=dict)  # first call of a group -> its arrays never stored (scratch)
 
     def text(self) -> str:
         n_kernels = len(self.groups)
@@ -30,7 +31,9 @@ class FlushRecord:
                              f"{reasons[members[0]]}")
             names = " + ".join(self.call_names[i] for i in members)
             kind = f"fused {len(members)} calls" if len(members) > 1 else "single call"
-            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}]")
+            unstored = self.unstored.get(members[0])
+            scratch = f"; {unstored} array(s) nothing reads afterwards never stored" if unstored else ""
+            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}{scratch}]")
         lines += [f"  ! {note}" for note in self.notes]
         return "\n".join(lines)
 

@@ -37,8 +37,8 @@ def _member_digest(prepared) -> str:
     return digest
 
 
-def key(group, alias_pattern, scalar_pattern, transforms) -> str:
+def key(group, alias_pattern, scalar_pattern, transforms, scratch=()) -> str:
     parts = [_kfuse_fingerprint(), config.cache_key(), repr(alias_pattern), repr(scalar_pattern),
-             ",".join(sorted(transforms))]
+             ",".join(sorted(transforms)), repr(tuple(scratch))]
     parts += [f"{type(c.policy).__name__}:{_member_digest(c.prepared)}" for c in group]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()

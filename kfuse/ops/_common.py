@@ -14,7 +14,10 @@ import weakref
 
 import numpy as np
 
+from .. import context
 from ..policies import MDRangePolicy
+from ..runtime import device
+from ..spaces import on_device
 from ..dispatch import parallel_for
 from ..future import Future
 from ..types import dtype_of
@@ -130,7 +133,11 @@ def result_dtype(*operands, floating: bool = False) -> np.dtype:
 
 
 def new_view(shape, dtype) -> View:
-    return View.wrap(np.empty(shape, dtype=dtype))
+    """A result's View: uninitialised memory (a kernel writes it next), on a GPU not copied over before that."""
+    array = np.empty(shape, dtype=dtype)
+    if on_device(context.current().default_space.value):
+        device.undefined(array)
+    return View.wrap(array)
 
 
 def output(out, shape: tuple, dtype) -> View:

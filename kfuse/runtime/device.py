@@ -10,6 +10,9 @@ After that, data moves only at barriers:
   "device newer" mirror back, and a host write marks the mirror "host newer".
 Plain NumPy arrays passed straight to a GPU kernel have no barrier of their own, so they are copied in
 before and out after every launch. No unified memory is used.
+The result of an array operation is allocated on the host with undefined contents (``np.empty``: address
+space, no pages) and first written by its GPU kernel; it is registered as ``undefined``, so its mirror starts
+as "both sides agree" and nothing is copied to the device before that write (a host write first clears it).
 """
 from __future__ import annotations
 
@@ -35,6 +38,12 @@ class Mirror:
 
 
 _mirrors: dict = {}  # root buffer address -> Mirror
+_undefined: "weakref.WeakSet" = weakref.WeakSet()  # root arrays whose contents nothing has defined yet
+
+
+def undefined(array: np.ndarray) -> None:
+    """``array`` (a new allocation) holds no values yet; its first writer is a GPU kernel (kfuse/ops)."""
+    _undefined.add(array)
 
 
 def _root(array: np.ndarray) -> np.ndarray:
@@ -66,6 +75,9 @@ def _mirror_for(view) -> Mirror:
         if not device_ptr:
             raise MemoryError(f"could not allocate {nbytes} bytes of device memory")
         mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
+        if root in _undefined:  # nothing to copy: the GPU kernel about to run defines the contents
+            _undefined.discard(root)
+            mirror.state = BOTH
         finalizer = weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits it
         finalizer.atexit = False  # at exit, kokkos_runtime copies results back first, then frees (release_all)
     return mirror
@@ -135,7 +147,11 @@ def sync_all() -> None:
 
 def host_access(view, write: bool) -> None:
     """Barrier for host access: fetch device-newer data; a host write makes the device copy stale."""
-    if not _mirrors or view._array is None:  # nothing mirrored, or GPU memory the caller owns
+    if view._array is None:  # GPU memory the caller owns
+        return
+    if write and _undefined:
+        _undefined.discard(_root(view._array))
+    if not _mirrors:  # nothing mirrored
         return
     mirror = _mirrors.get(_root(view._array).__array_interface__["data"][0])
     if mirror is None:

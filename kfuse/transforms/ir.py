@@ -23,6 +23,7 @@ class FusedKernel:
     arg_index: tuple  # per parameter of spec.params: index into the group's concatenated arguments
     args: tuple = field(repr=False)  # the group's concatenated argument values (Views and scalars)
     restrict: frozenset = frozenset()  # View parameters passed as __restrict__ pointers
+    scratch: frozenset = frozenset()  # positions in ``args`` of Views nothing reads after the group
 
     def value(self, param: str):
         return self.args[self.arg_index[self._positions[param]]]

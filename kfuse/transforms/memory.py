@@ -9,6 +9,10 @@ any compound statement ends what is known):
 - a store overwritten before any read of that array is removed, only when nothing in between can
   observe it (no read of possibly-overlapping memory, no atomic, no helper call) and its value has no
   side effects.
+Then the stores into *scratch* Views (memory nothing reads after the group: ``FusedKernel.scratch``, from
+kfuse/tracer/liveness.py) go, when no read of that memory is left in the kernel (every read was forwarded
+from a store), and a View no longer named stops being a parameter: a chain of array operations keeps its
+intermediates in registers.
 "Possibly aliasing" uses run-time knowledge: Views whose memory overlaps form one class. Only reads
 in positions that are always evaluated are hoisted (never out of ``a if c else b``, the right side
 of ``and``/``or``, or the third operand of a chained comparison), so a guarded out-of-bounds read is
@@ -22,6 +26,7 @@ import ast
 import copy
 import itertools
 import re
+from dataclasses import replace
 
 from ..ir.pyast import assigned_names, flatten_subscript
 from .ir import FusedKernel, PassResult, alias_classes
@@ -243,14 +248,73 @@ class _Eliminator:
         return False
 
 
+def _stored_only(tree, name: str) -> list:
+    """The statements storing into View ``name`` (``name[...] = value``, nothing called) if that is all the
+    kernel does with it besides asking its extents; None if it reads it or hands it on."""
+    allowed, stores = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript) \
+                and not _has_call(node):
+            base, _ = flatten_subscript(node.targets[0])
+            if isinstance(base, ast.Name) and base.id == name:
+                allowed.add(id(base))
+                stores.append(node)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name \
+                and node.attr == "extent":
+            allowed.add(id(node.value))
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+    return stores if all(id(n) in allowed for n in uses) else None
+
+
+def _without(stmts: list, dropped: set) -> list:
+    """``stmts`` less the statements in ``dropped`` (by id), at every depth; an emptied block keeps a ``pass``."""
+    kept = []
+    for stmt in stmts:
+        if id(stmt) in dropped:
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner:
+                setattr(stmt, field, _without(inner, dropped) or [ast.Pass()])
+        kept.append(stmt)
+    return kept
+
+
+def _drop_scratch(kernel: FusedKernel, tree: ast.FunctionDef) -> tuple:
+    """Remove the stores into Views whose memory nothing reads after the group (``kernel.scratch``, found by
+    kfuse/tracer/liveness.py) once no read of them is left: their values live in the locals the elimination
+    made. A View no longer named at all stops being a parameter, so it is not even passed (or copied to a
+    GPU). Returns (tree, spec, arg_index, restrict) and whether anything changed."""
+    spec, arg_index = kernel.spec, kernel.arg_index
+    scratch = [n for p, (n, t) in enumerate(spec.params) if t.is_view and arg_index[p] in kernel.scratch]
+    classes: dict = {}  # Views over the same memory go together: a read through one sees the others' stores
+    for name, cls in alias_classes(kernel).items():
+        if name in scratch:
+            classes.setdefault(cls, []).append(name)
+    dropped = set()
+    for names in classes.values():
+        stores = [_stored_only(tree, name) for name in names]
+        if all(s is not None for s in stores):
+            dropped.update(id(s) for found in stores for s in found)
+    if not dropped:
+        return (tree, spec, arg_index, kernel.restrict), False
+    tree.body = _without(tree.body, dropped) or [ast.Pass()]
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    gone = {n for n in scratch if n not in named}
+    keep = [p for p, (n, _) in enumerate(spec.params) if n not in gone]
+    tree.args.args = [a for a in tree.args.args if a.arg not in gone]
+    spec = replace(spec, params=tuple(spec.params[p] for p in keep))
+    return (tree, spec, tuple(arg_index[p] for p in keep), kernel.restrict - gone), True
+
+
 def run(kernel: FusedKernel) -> PassResult:
     tree = copy.deepcopy(kernel.source.tree)
     dtypes = {n: t.dtype for n, t in kernel.spec.params if t.is_view}
     used = [int(m.group(1)) for n in ast.walk(tree) if isinstance(n, ast.Name)
             for m in [re.fullmatch(r"(?:ld|st)(\d+)", n.id)] if m]
     elim = _Eliminator(alias_classes(kernel), dtypes, start=max(used, default=-1) + 1)
-    body = elim.block(tree.body)
-    if not elim.modified:
+    tree.body = elim.block(tree.body)
+    (tree, spec, arg_index, restrict), dropped = _drop_scratch(kernel, tree)
+    if not (elim.modified or dropped):
         return PassResult(kernel, False)
-    tree.body = body
-    return PassResult(kernel.with_tree(tree), True)
+    return PassResult(kernel.with_tree(tree, spec=spec, arg_index=arg_index, restrict=restrict), True)

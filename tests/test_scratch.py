@@ -1,0 +1,236 @@
+"""Arrays nothing reads after a fused group are never stored (kfuse/tracer/liveness.py, transforms/memory.py).
+
+Liveness is counted with reference counts, so the unit tests below build the exact situations a program can
+make (a dropped intermediate, one still named, one seen through NumPy, one a later call takes) and check what
+``unreachable`` reports; the transform tests check that the stores go only when no read is left; the
+end-to-end tests check values against NumPy, eager and fused, and that the intermediates were not stored.
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import kfuse as pk
+from kfuse.transforms import manager
+from kfuse.transforms import memory as memory_pass
+from kfuse.tracer.liveness import unreachable
+from transform_check import assert_launch_matches_eager, call, check_pass, fused, transformed
+
+
+def calls_of(*arg_tuples):
+    return [SimpleNamespace(args=args) for args in arg_tuples]
+
+
+def fresh(n=8) -> pk.View:
+    return pk.View([n])
+
+
+# --- liveness: who can still reach the memory ------------------------------------------------------------
+def test_a_dropped_intermediate_is_unreachable_and_a_named_one_is_not():
+    x, kept = fresh(), fresh()
+    calls = calls_of((x, fresh()), (kept, x))  # the first call's output View is referred to by its call only
+    assert unreachable(calls, [[0, 1]]) == {0: frozenset({1})}
+    calls = calls_of((x, kept), (kept, x))
+    assert unreachable(calls, [[0, 1]]) == {}
+
+
+def test_memory_seen_through_numpy_or_another_view_is_reachable():
+    tmp = fresh()
+    seen = np.asarray(tmp._array[2:])  # an array over the same memory, as np.asarray(view)[2:] would be
+    calls = calls_of((tmp,), (tmp,))
+    del tmp
+    assert unreachable(calls, [[0, 1]]) == {}
+    del seen
+    assert unreachable(calls, [[0, 1]]) == {0: frozenset({0, 1})}
+    tmp = fresh()
+    other = pk.View.wrap(tmp._array.reshape(2, 4))  # a second View over the memory, held by the program
+    calls = calls_of((tmp,), (tmp,))
+    del tmp
+    assert unreachable(calls, [[0, 1]]) == {}
+    assert other.shape == (2, 4)
+
+
+def test_a_view_a_later_group_takes_is_stored():
+    calls = calls_of((fresh(),), (fresh(),))
+    shared = calls[0].args[0]
+    calls.append(SimpleNamespace(args=(shared,)))
+    del shared
+    found = unreachable(calls, [[0, 1], [2]])
+    assert found == {0: frozenset({1})}  # call 1's output only; call 0's is read by the group after
+
+
+def test_one_args_tuple_shared_by_two_calls_counts_once():
+    tmp = fresh()
+    args = (tmp,)
+    calls = calls_of(args, args)
+    del args
+    assert unreachable(calls, [[0, 1]]) == {}  # the program still names tmp: one reference more than the tuple's
+    del tmp
+    assert unreachable(calls, [[0, 1]]) == {0: frozenset({0, 1})}
+
+
+def test_user_arrays_and_single_calls_are_never_scratch():
+    base = np.zeros(8)
+    adopted = pk.array(base)  # memory the program gave kfuse (held through escape's alias)
+    del base
+    calls = calls_of((adopted,), (adopted,), (fresh(),))
+    del adopted
+    assert unreachable(calls, [[0, 1], [2]]) == {}
+
+
+# --- the memory transform: stores go only when nothing reads the View ------------------------------------
+pytestmark_python = pytest.mark.backend("python")
+
+
+@pk.workunit
+def scale(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i] * 2.0
+
+
+@pk.workunit
+def combine(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double], z: pk.View1D[pk.double]):
+    z[i] = x[i] + y[i]
+
+
+@pk.workunit
+def neighbour(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double], z: pk.View1D[pk.double]):
+    z[i] = x[i] + y[(i + 1) % y.extent(0)]
+
+
+@pk.workunit
+def sized(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double], z: pk.View1D[pk.double]):
+    z[i] = x[i] + y[i] * y.extent(0)
+
+
+def with_scratch(kernel, *positions):
+    from dataclasses import replace
+
+    return replace(kernel, scratch=frozenset(positions))
+
+
+def params(kernel) -> list:
+    return [n for n, _ in kernel.spec.params]
+
+
+@pytestmark_python
+def test_stores_into_scratch_go_and_the_view_stops_being_a_parameter():
+    n = 16
+    x, y, z = pk.array(np.linspace(-1, 1, n)), pk.View([n]), pk.View([n])
+    calls = [call(scale, n, x=x, y=y), call(combine, n, x=x, y=y, z=z)]
+    unmerged = with_scratch(fused(*calls), 1, 3)  # y, in both calls
+    # Two parameters over y's memory: combine's read of k1_y sees scale's store into k0_y, so both stay
+    check_pass(memory_pass.run, unmerged, False)
+    kernel = transformed(unmerged, "args")  # as the pipeline runs it: argument fusion first, one y
+
+    def no_y(out):
+        assert "k0_y" not in params(out) and "k1_y" not in params(out)
+        assert "y[" not in ast_text(out)
+
+    out = check_pass(memory_pass.run, kernel, True, no_y)
+    expected = np.linspace(-1, 1, n) * 3.0
+    np.testing.assert_allclose(assert_launch_matches_eager(calls, out, [z])[0], expected)
+
+
+def ast_text(kernel) -> str:
+    import ast
+
+    return ast.unparse(kernel.source.tree).replace("k0_", "").replace("k1_", "")
+
+
+def scale_then(second, n=16):
+    """(calls, z, the transformed fused kernel) of scale (x -> y) then ``second`` (x, y -> z), y scratch."""
+    x, y, z = pk.array(np.linspace(-1, 1, n)), pk.View([n]), pk.View([n])
+    calls = [call(scale, n, x=x, y=y), call(second, n, x=x, y=y, z=z)]
+    return calls, z, transformed_all(with_scratch(fused(*calls), 1, 3))
+
+
+@pytestmark_python
+def test_a_scratch_view_read_at_another_index_keeps_its_stores():
+    _, _, out = scale_then(neighbour)
+    assert "y[i0] = " in ast_text(out)
+
+
+@pytestmark_python
+def test_a_scratch_view_whose_extent_is_asked_stays_a_parameter_without_stores():
+    calls, z, out = scale_then(sized)
+    text = ast_text(out)
+    assert "y[" not in text and "y.extent(0)" in text
+    got = assert_launch_matches_eager(calls, out, [z])[0]
+    np.testing.assert_allclose(got, np.linspace(-1, 1, 16) * (1 + 2 * 16))
+
+
+def transformed_all(kernel):
+    out, _ = manager.apply(kernel, frozenset(manager.NAMES) - {"restrict"})
+    return out
+
+
+# --- end to end: values against NumPy, eager and fused -----------------------------------------------------
+def gaussian(x, mu, var):
+    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * math.pi)), -0.5),
+                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
+
+
+def data(n=1000, seed=3):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n), rng.standard_normal(n), rng.uniform(0.5, 2.0, n)
+
+
+@pytest.mark.parametrize("backend", ["python", "kokkos"])
+def test_a_gaussian_chain_fused_stores_no_intermediate(backend, fresh_stats):
+    from kfuse import backends, context, engine
+
+    x, mu, var = data()
+    expected = np.sum(-0.5 * np.log(2 * math.pi * var) - (x - mu) ** 2 / (2 * var))
+    with context.installed(engine.Runtime(backend=backends.named(backend))):
+        eager = gaussian(pk.array(x), pk.array(mu), pk.array(var))
+        pk.enable_fusion()  # the inputs handed over (copies only kfuse holds), so no call runs early
+        got = float(gaussian(pk.array(x.copy()), pk.array(mu.copy()), pk.array(var.copy())))
+        stats, text = pk.stats(), pk.explain()
+    assert eager == pytest.approx(expected, rel=1e-12) and got == pytest.approx(expected, rel=1e-12)
+    assert stats["fused_kernels_launched"] == 1 and stats["unstored_arrays"] == 8, text
+    assert "8 array(s) nothing reads afterwards never stored" in text
+
+
+def test_intermediates_the_program_keeps_are_stored_and_right(fresh_stats):
+    x, mu, var = data(seed=4)
+    X, MU, VAR = pk.array(x.copy()), pk.array(mu.copy()), pk.array(var.copy())
+    pk.enable_fusion()
+    diff = pk.subtract(X, MU)
+    flat = np.asarray  # read after the group ran: the values must be there
+    square = pk.square(diff)
+    total = pk.sum(pk.divide(square, VAR))
+    assert float(total) == pytest.approx(np.sum((x - mu) ** 2 / var), rel=1e-12)
+    np.testing.assert_allclose(flat(diff), x - mu, rtol=0, atol=0)
+    np.testing.assert_allclose(flat(square), (x - mu) ** 2, rtol=0, atol=0)
+    assert pk.stats()["unstored_arrays"] == 1  # only the quotient was dropped
+
+
+@pk.workunit
+def reverse(i: int, src: pk.View1D[pk.double], dst: pk.View1D[pk.double]):
+    dst[i] = src[src.extent(0) - 1 - i]
+
+
+def test_an_intermediate_read_by_a_later_unfusable_call_is_stored(fresh_stats):
+    x = np.linspace(0.5, 2.0, 64)
+    X, out = pk.array(x.copy()), pk.View([64])
+    pk.enable_fusion()
+    e = pk.log(pk.exp(X))
+    pk.parallel_for(64, reverse, src=e, dst=out)  # reads other threads' elements: cannot join e's group
+    del e
+    np.testing.assert_allclose(np.asarray(out), np.log(np.exp(x))[::-1], rtol=1e-15)
+    assert pk.stats()["unstored_arrays"] == 1, pk.explain()  # exp's result only; log's is read by reverse
+
+
+def test_an_intermediate_grabbed_with_numpy_between_is_right(fresh_stats):
+    x = np.linspace(0.5, 2.0, 64)
+    X = pk.array(x.copy())
+    pk.enable_fusion()
+    e = pk.exp(X)
+    seen = np.asarray(e)  # runs e's producer; the program holds its memory from now on
+    del e
+    total = pk.sum(pk.exp(X))
+    assert float(total) == pytest.approx(np.exp(x).sum(), rel=1e-12)
+    np.testing.assert_allclose(seen, np.exp(x), rtol=1e-15)
