@@ -234,3 +234,30 @@ def test_an_intermediate_grabbed_with_numpy_between_is_right(fresh_stats):
     total = pk.sum(pk.exp(X))
     assert float(total) == pytest.approx(np.exp(x).sum(), rel=1e-12)
     np.testing.assert_allclose(seen, np.exp(x), rtol=1e-15)
+
+
+# --- GPU memory of op results (runtime/device.py), with a stand-in for the CUDA library -------------------
+def test_an_op_result_is_not_copied_to_the_gpu_before_its_kernel_writes_it(monkeypatch):
+    from kfuse.ops._common import new_view
+    from kfuse.runtime import device
+
+    copies = []
+
+    class FakeCuda:
+        def kfuse_device_malloc(self, nbytes):
+            return 1 << 40
+
+        def kfuse_copy_to_device(self, dst, src, nbytes):
+            copies.append(nbytes)
+
+    monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
+    monkeypatch.setattr(device, "_mirrors", {})
+    host_result = new_view((8,), np.float64)  # default space OpenMP: its contents come from a host kernel
+    pk.set_default_space(pk.Cuda)
+    result, defined = new_view((8,), np.float64), new_view((8,), np.float64)
+    device.device_pointer(result, writes=True)
+    assert copies == []  # the kernel about to run writes it: nothing to bring over
+    defined[:] = 1.0  # a host write defines the contents: they must reach the GPU
+    device.device_pointer(defined, writes=False)
+    device.device_pointer(host_result, writes=False)
+    assert copies == [64, 64]

@@ -38,12 +38,12 @@ class Mirror:
 
 
 _mirrors: dict = {}  # root buffer address -> Mirror
-_undefined: "weakref.WeakSet" = weakref.WeakSet()  # root arrays whose contents nothing has defined yet
+_undefined: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id -> root array of undefined contents
 
 
 def undefined(array: np.ndarray) -> None:
     """``array`` (a new allocation) holds no values yet; its first writer is a GPU kernel (kfuse/ops)."""
-    _undefined.add(array)
+    _undefined[id(array)] = array
 
 
 def _root(array: np.ndarray) -> np.ndarray:
@@ -75,8 +75,8 @@ def _mirror_for(view) -> Mirror:
         if not device_ptr:
             raise MemoryError(f"could not allocate {nbytes} bytes of device memory")
         mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
-        if root in _undefined:  # nothing to copy: the GPU kernel about to run defines the contents
-            _undefined.discard(root)
+        if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
+            del _undefined[id(root)]
             mirror.state = BOTH
         finalizer = weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits it
         finalizer.atexit = False  # at exit, kokkos_runtime copies results back first, then frees (release_all)
@@ -150,7 +150,7 @@ def host_access(view, write: bool) -> None:
     if view._array is None:  # GPU memory the caller owns
         return
     if write and _undefined:
-        _undefined.discard(_root(view._array))
+        _undefined.pop(id(_root(view._array)), None)
     if not _mirrors:  # nothing mirrored
         return
     mirror = _mirrors.get(_root(view._array).__array_interface__["data"][0])
