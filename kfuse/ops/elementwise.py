@@ -106,7 +106,32 @@ true_divide = divide
 
 
 def power(viewA, viewB, out=None):
-    return _binary("power", np.power, k.power_vv, k.power_vs, k.power_sv, operator.pow, viewA, viewB, out)
+    """``viewA ** viewB``. An integer result with a negative exponent raises ValueError, as in NumPy. NumPy
+    raises on seeing a negative value; so does kfuse, which for an integer array (or Future) exponent reads its
+    values first, waiting for the kernels that write it: the price of never answering with a made-up value,
+    paid only when base and exponent are both integers (a float exponent never raises)."""
+    a, b = named_operand("power", "viewA", viewA), named_operand("power", "viewB", viewB)
+    if _integer_power(a, b) and _has_negative(b):
+        raise ValueError("power: integers to negative integer powers are not allowed (as in NumPy)")
+    return _binary("power", np.power, k.power_vv, k.power_vs, k.power_sv, operator.pow, a, b, out)
+
+
+def _integral(x) -> bool:
+    return x.dtype.np.kind in "biu" if isinstance(x, (View, Future)) else isinstance(x, (bool, int))
+
+
+def _integer_power(a, b) -> bool:
+    """Whether ``a ** b`` has an integer result under NumPy's rules."""
+    if isinstance(a, View) or isinstance(b, View):
+        return ufunc_dtype("power", np.power, a, b).kind in "iu"
+    return _integral(a) and _integral(b)
+
+
+def _has_negative(b) -> bool:
+    """Whether exponent ``b`` holds a negative value (a View's and a Future's values are waited for)."""
+    if isinstance(b, View):
+        return b.dtype.is_signed and b.size > 0 and bool((b.copy() < 0).any())
+    return b.value() < 0 if isinstance(b, Future) else b < 0
 
 
 def _py_floor_divide(a, b):
