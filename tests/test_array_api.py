@@ -1,6 +1,7 @@
-"""The array API against NumPy: comparison, logical and math functions, dtype promotion, broadcasting, ``out=``,
-reductions over axes, ``where``, ``copyto``, ``result_type``, 1-D ``matmul``/``dot``; eager and fused, on the
-Python backend (no compiler), with one compiled smoke test. Hypothesis draws dtypes, shapes (0-d, 1-D, 2-D and
+"""The array API against NumPy: comparison, logical and math functions (PyKokkos's ufuncs and NumPy's next to
+them), dtype promotion, broadcasting, ``out=``, integer powers, reductions (axes and axis tuples of 0-d to 4-D
+arrays, keepdims, ``out=``), ``where``, ``copyto``, ``result_type``, 1-D ``matmul``/``dot``; eager and fused, on
+the Python backend (no compiler), with one compiled smoke test. Hypothesis draws dtypes, shapes (0-d to 4-D and
 broadcasting pairs), values and axes."""
 import math
 import os
@@ -544,18 +545,19 @@ def test_reduction_out_and_errors():
     check(pk.sum(pk.array(a), out=pk.zeros((), dtype=pk.int32)).copy()[()], np.int32(66), "sum into int32 0-d")
 
 
-def test_middle_axis_reduction_fuses_with_its_producer():
-    """A reduction of a middle axis gathers its lines with one kernel; the elementwise work before it still
-    fuses into one launch."""
+@pytest.mark.parametrize("axis, gathers", [(1, True), ((0, 2), True), (0, False), (2, False), ((1, 2), False)])
+def test_axis_lines_are_views_unless_in_the_middle(axis, gathers):
+    """Leading or trailing axes are reduced through a strided 2-D View of the same memory; middle axes of a 3-D
+    array first gather their lines with one kernel. Either way the pending producer's result is what is reduced."""
     x = np.linspace(-1.0, 1.0, 60).reshape(3, 4, 5)
     pk.enable_fusion()
     try:
         y = pk.multiply(pk.add(pk.array(x), 1.0), 2.0)
-        s = pk.sum(y, axis=1)
-        got = s.copy()
+        got = pk.sum(y, axis=axis).copy()
     finally:
         pk.disable_fusion()
-    np.testing.assert_allclose(got, ((x + 1.0) * 2.0).sum(axis=1))
+    np.testing.assert_allclose(got, ((x + 1.0) * 2.0).sum(axis=axis))
+    assert ("gather_rows_k" in pk.explain()) == gathers, pk.explain()
 
 
 @FAST
@@ -596,3 +598,14 @@ def test_compiled_smoke():
     check(pk.sum(pk.array(a), axis=0), a.sum(axis=0), "sum axis 0")
     check(pk.prod(pk.array(b)), np.prod(b), "prod int")
     check(pk.sign(pk.array(a)), np.sign(a), "sign")
+    ia, ib = np.array([7, -7, 5, 3]), np.array([2, 2, 0, -2])
+    check(pk.fmod(pk.array(ia), pk.array(ib)), np_call(np.fmod, ia, ib), "fmod int")
+    check(pk.remainder(pk.array(ia), pk.array(ib)), np_call(np.remainder, ia, ib), "remainder int")
+    check(pk.remainder(pk.array(a), -1.5), np.remainder(a, -1.5), "remainder float")
+    check(pk.fmax(pk.array(np.array([np.nan, 1.0])), 0.5), np.array([0.5, 1.0]), "fmax")
+    check(pk.logaddexp2(pk.array(a), pk.array(b)), np.logaddexp2(a, b), "logaddexp2")
+    check(pk.arcsin(pk.array(a / 4)), np.arcsin(a / 4), "arcsin")
+    check(pk.cbrt(pk.array(a)), np.cbrt(a), "cbrt")
+    c = np.arange(24.0).reshape(2, 3, 4)
+    check(pk.sum(pk.array(c), axis=1), c.sum(axis=1), "sum middle axis")
+    check(pk.argmax(pk.array(c), axis=0, keepdims=True), c.argmax(axis=0, keepdims=True), "argmax keepdims")
