@@ -16,7 +16,7 @@ import numpy as np
 from .. import kernel_api
 from ..views import View
 from . import kernels as k, math_kernels as mk
-from ._common import named_operand, ufunc_dtype, view_of, is_array
+from ._common import is_array, named_operand, ufunc_dtype, view_of
 from .elementwise import _binary, _math, copy
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..dispatch import parallel_for, parallel_reduce
 from ..views import View
 from . import kernels as k
-from ._common import copy2d, flat, new_view, output, view_of
+from ._common import flat, new_view, output, view_of
 from ._lines import c_order, reduced_axes, result_shape, rows
 from .elementwise import copy, fill
 
@@ -55,12 +55,8 @@ def _each_row(wu, lines: View, **args) -> None:
 
 
 def _copy_back(dest: View, target: View) -> None:
-    """A strided ``out=`` receives the results computed in the contiguous ``dest``."""
-    source = View.wrap(dest._array.reshape(target.shape))
-    if target.ndim == 2:
-        copy2d(target, source)
-    else:
-        copy(source, out=target)
+    """A strided ``out=`` receives the results computed in the contiguous ``dest`` (a copy kernel)."""
+    copy(View.wrap(dest._array.reshape(target.shape)), out=target)
 
 
 def _sum_dtype(v: View) -> np.dtype:
