@@ -18,17 +18,21 @@ from .elementwise import (abs, absolute, add, around, ceil, copy, copyto, cos, c
 from .host import all, any, average, find_max, in1d, index, searchsorted, unique
 from .linalg import dot, matmul, outer
 from .manipulation import atleast_2d, col, expand_dims, hstack, ravel, reshape, transpose
+from .mathops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan,
+                      atan2, atanh, cbrt, copysign, fmax, fmin, fmod, hypot, logaddexp2, mod, positive, remainder)
 from .reductions import amax, amin, argmax, argmin, max, mean, min, prod, sum, var
 
 inf, nan = math.inf, math.nan  # PyKokkos's pk.inf and pk.nan (pk.pi and pk.e are defined in kfuse/__init__.py)
 
-__all__ = ["abs", "absolute", "add", "all", "amax", "amin", "any", "argmax", "argmin", "around", "atleast_2d",
-           "average", "ceil", "col", "copy", "copyto", "cos", "cosh", "divide", "dot", "empty", "empty_like",
-           "equal", "exp", "exp2", "expand_dims", "expm1", "fill", "find_max", "floor", "floor_divide", "full",
-           "full_like", "greater", "greater_equal", "hstack", "in1d", "index", "inf", "isfinite", "isinf", "isnan",
-           "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
+__all__ = ["abs", "absolute", "acos", "acosh", "add", "all", "amax", "amin", "any", "arccos", "arccosh", "arcsin",
+           "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "around", "asin", "asinh", "atan", "atan2",
+           "atanh", "atleast_2d", "average", "cbrt", "ceil", "col", "copy", "copysign", "copyto", "cos", "cosh",
+           "divide", "dot", "empty", "empty_like", "equal", "exp", "exp2", "expand_dims", "expm1", "fill",
+           "find_max", "floor", "floor_divide", "fmax", "fmin", "fmod", "full", "full_like", "greater",
+           "greater_equal", "hstack", "hypot", "in1d", "index", "inf", "isfinite", "isinf", "isnan", "less",
+           "less_equal", "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2", "logical_and",
            "logical_not", "logical_or", "logical_xor", "logspace", "matmul", "max", "maximum", "mean", "min",
-           "minimum", "multiply", "nan", "negative", "not_equal", "ones", "ones_like", "outer", "power", "prod",
-           "ravel", "reciprocal", "reshape", "result_type", "round", "searchsorted", "sign", "sin", "sinh", "sqrt",
-           "square", "subtract", "sum", "tan", "tanh", "transpose", "true_divide", "trunc", "unique", "var",
-           "where", "zeros", "zeros_like"]
+           "minimum", "mod", "multiply", "nan", "negative", "not_equal", "ones", "ones_like", "outer", "positive",
+           "power", "prod", "ravel", "reciprocal", "remainder", "reshape", "result_type", "round", "searchsorted",
+           "sign", "sin", "sinh", "sqrt", "square", "subtract", "sum", "tan", "tanh", "transpose", "true_divide",
+           "trunc", "unique", "var", "where", "zeros", "zeros_like"]

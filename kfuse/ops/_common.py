@@ -140,13 +140,14 @@ def new_view(shape, dtype) -> View:
     return View.wrap(array)
 
 
-def output(out, shape: tuple, dtype) -> View:
-    """``out`` checked against the result shape, or a new View."""
+def output(out, shape: tuple, dtype, name: str | None = None) -> View:
+    """``out`` checked against the result shape (errors name the function ``name``), or a new View."""
     if out is None:
         return new_view(shape, dtype)
     out = as_view(out)
     if out.shape != tuple(shape):
-        raise ValueError(f"out= has shape {out.shape}, the result has shape {tuple(shape)}")
+        where = f"{name}: " if name else ""
+        raise ValueError(f"{where}out= has shape {out.shape}, the result has shape {tuple(shape)}")
     return out
 
 

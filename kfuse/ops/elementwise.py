@@ -41,6 +41,10 @@ def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
     if a_view and b_view:
         shape, (a, b) = broadcast(name, a, b)
         return _into(vv, out, shape, dtype, a=a, b=b)
+    if a_view:
+        b = _weak_int(name, b, a, dtype)
+    else:
+        a = _weak_int(name, a, b, dtype)
     shape = (a if a_view else b).shape
     if a_view:
         return _into(vs, out, shape, dtype, a=a, s=kernel_scalar(b, a))
@@ -60,11 +64,28 @@ def _into(wu, out, shape, dtype, **operands) -> View:
 
 
 def _in_double(x: View, other: View) -> View:
-    """x as float64 where C++ would compute ``x op other`` in float but NumPy in double (float32 with an integer
-    View): a copy kernel into a float64 View, which fuses with the operation."""
-    if x.dtype.np == np.float32 and not other.dtype.is_float:
+    """x as float64 where NumPy computes ``x op other`` in double but C++ would not: float32 with an integer View
+    (C++: float), uint64 with a signed integer View (C++: the signed one converted to unsigned, so -1 > 5). A
+    copy kernel into a float64 View, which fuses with the operation."""
+    kinds = {x.dtype.np.kind, other.dtype.np.kind}
+    if x.dtype.np == np.float32 and not other.dtype.is_float or \
+            kinds == {"u", "i"} and np.dtype(np.uint64) in (x.dtype.np, other.dtype.np):
         return copy(x, out=View.wrap(np.empty(x.shape, np.float64)))
     return x
+
+
+def _weak_int(name: str, s, view: View, dtype: np.dtype):
+    """A Python int next to an integer View, by NumPy 2's rules: it must fit an integer result dtype
+    (OverflowError, as NumPy raises); with another result (a comparison) it is compared exactly, so one outside
+    the View's range goes to the kernel as a float (uint64 against -3 would wrap as an integer)."""
+    if type(s) is not int or view.dtype.np.kind not in "iu":
+        return s
+    info = np.iinfo(dtype if dtype.kind in "iu" else view.dtype.np)
+    if info.min <= s <= info.max:
+        return s
+    if dtype.kind in "iu":
+        raise OverflowError(f"{name}: Python integer {s} out of bounds for {dtype} (as in NumPy)")
+    return float(s)
 
 
 def _unary(name, ufunc, wu, scalar_fn, x, out, dtype=None):
@@ -106,7 +127,32 @@ true_divide = divide
 
 
 def power(viewA, viewB, out=None):
-    return _binary("power", np.power, k.power_vv, k.power_vs, k.power_sv, operator.pow, viewA, viewB, out)
+    """``viewA ** viewB``. An integer result with a negative exponent raises ValueError, as in NumPy. NumPy
+    raises on seeing a negative value; so does kfuse, which for an integer array (or Future) exponent reads its
+    values first, waiting for the kernels that write it: the price of never answering with a made-up value,
+    paid only when base and exponent are both integers (a float exponent never raises)."""
+    a, b = named_operand("power", "viewA", viewA), named_operand("power", "viewB", viewB)
+    if _integer_power(a, b) and _has_negative(b):
+        raise ValueError("power: integers to negative integer powers are not allowed (as in NumPy)")
+    return _binary("power", np.power, k.power_vv, k.power_vs, k.power_sv, operator.pow, a, b, out)
+
+
+def _integral(x) -> bool:
+    return x.dtype.np.kind in "biu" if isinstance(x, (View, Future)) else isinstance(x, (bool, int))
+
+
+def _integer_power(a, b) -> bool:
+    """Whether ``a ** b`` has an integer result under NumPy's rules."""
+    if isinstance(a, View) or isinstance(b, View):
+        return ufunc_dtype("power", np.power, a, b).kind in "iu"
+    return _integral(a) and _integral(b)
+
+
+def _has_negative(b) -> bool:
+    """Whether exponent ``b`` holds a negative value (a View's and a Future's values are waited for)."""
+    if isinstance(b, View):
+        return b.dtype.is_signed and b.size > 0 and bool((b.copy() < 0).any())
+    return b.value() < 0 if isinstance(b, Future) else b < 0
 
 
 def _py_floor_divide(a, b):
@@ -316,8 +362,11 @@ def where(cond, a, b, out=None):
     may be scalars. The dtype is NumPy's promotion of ``a`` and ``b``."""
     cond = view_of("where", "cond", cond)
     a, b = named_operand("where", "a", a), named_operand("where", "b", b)
+    dtype = result_dtype(a, b)
+    if isinstance(a, View) and isinstance(b, View) and dtype == np.float64:  # C++'s ?: may pick another type
+        a, b = _in_double(a, b), _in_double(b, a)
     shape, (cond, a, b) = broadcast("where", cond, a, b)
-    target = output(out, shape, result_dtype(a, b))
+    target = output(out, shape, dtype)
     a_view, b_view = isinstance(a, View), isinstance(b, View)
     if a_view and b_view:
         return elementwise(k.where_vv, target, cond=cond, a=a, b=b)
