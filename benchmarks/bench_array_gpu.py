@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 import kfuse as pk
+from kfuse import engine
 
 ITERATIONS, SCALAR = 50, 3.0
 
@@ -55,15 +56,17 @@ def kfuse_rows(x0, mu0, var0, fused: bool, repeats: int) -> dict:
     if fused:
         pk.enable_fusion()
 
+    # engine.flush_all runs every pending kernel to completion and leaves results on the GPU, as
+    # torch.cuda.synchronize does; pk.fence would also copy A back to the host (it makes NumPy aliases current).
     def nstream_ops():
         for _ in range(ITERATIONS):
             pk.add(A, pk.add(B, pk.multiply(C, SCALAR)), out=A)
-        pk.fence()
+        engine.flush_all()
 
     def nstream_hand():
         for _ in range(ITERATIONS):
             pk.parallel_for(n, nstream_k, A=A, B=B, C=C, scalar=SCALAR)
-        pk.fence()
+        engine.flush_all()
 
     rows = {"gauss ops": timed(lambda: float(gauss_ops(x, mu, var)), repeats),
             "gauss hand kernel": timed(lambda: float(pk.parallel_reduce(n, gauss_k, x=x, mu=mu, var=var)), repeats),
@@ -119,7 +122,7 @@ def cupy_rows(x0, mu0, var0, repeats: int) -> tuple:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=1 << 22)
+    ap.add_argument("--n", type=int, default=1 << 22, help="elements (several: comma-separated)")
     ap.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args()
     rng = np.random.default_rng(0)

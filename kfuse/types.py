@@ -26,7 +26,7 @@ class DType(enum.Enum):
 
     @property
     def np(self) -> np.dtype:
-        return np.dtype(self.value[0])
+        return _NP[self]  # asked on every kernel call: made once
 
     @property
     def cpp(self) -> str:
@@ -52,11 +52,15 @@ class DType(enum.Enum):
         return f"pk.{self.name}"
 
 
+_NP = {d: np.dtype(d.value[0]) for d in DType}
 _BY_NP = {d.np: d for d in DType}
 
 
 def dtype_of(obj) -> DType:
     """The DType for a NumPy dtype, a DType, a Python type (int/float/bool) or a NumPy scalar type."""
+    found = _BY_NP.get(obj) if isinstance(obj, np.dtype) else None
+    if found is not None:
+        return found
     if isinstance(obj, DType):
         return obj
     if obj is float:

@@ -162,9 +162,13 @@ class View:
             raise ValueError("View strides must be whole elements")
         self.strides = tuple(s // itemsize for s in array.strides)
         self.storage = "right" if array.flags.c_contiguous else "stride"  # what kernels specialise on
-        self.ptr = array.__array_interface__["data"][0]
-        lo, hi = _byte_bounds(array) if array.size else (self.ptr, self.ptr)
-        self.bounds = (lo, hi)
+        self.ptr = ptr = array.__array_interface__["data"][0]
+        if not array.size:
+            self.bounds = (ptr, ptr)
+        elif self.storage == "right":  # every new result: no second look at the array interface
+            self.bounds = (ptr, ptr + array.nbytes)
+        else:
+            self.bounds = _byte_bounds(array)
         self.sig = _sig(self)  # what a kernel specialises on
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
 

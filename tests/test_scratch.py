@@ -21,7 +21,9 @@ from transform_check import assert_launch_matches_eager, call, check_pass, fused
 
 
 def calls_of(*arg_tuples):
-    return [SimpleNamespace(args=args) for args in arg_tuples]
+    """Stand-ins for traced calls: their argument tuples, every View a parameter."""
+    return [SimpleNamespace(args=args, prepared=SimpleNamespace(
+        view_params=tuple((i, True) for i, a in enumerate(args) if isinstance(a, pk.View)))) for args in arg_tuples]
 
 
 def fresh(n=8) -> pk.View:
@@ -56,7 +58,7 @@ def test_memory_seen_through_numpy_or_another_view_is_reachable():
 def test_a_view_a_later_group_takes_is_stored():
     calls = calls_of((fresh(),), (fresh(),))
     shared = calls[0].args[0]
-    calls.append(SimpleNamespace(args=(shared,)))
+    calls += calls_of((shared,))
     del shared
     found = unreachable(calls, [[0, 1], [2]])
     assert found == {0: frozenset({1})}  # call 1's output only; call 0's is read by the group after

@@ -22,8 +22,6 @@ from collections import Counter
 
 import numpy as np
 
-from ..views import View
-
 
 def _count(objects: list, i: int) -> int:
     return sys.getrefcount(objects[i])
@@ -33,17 +31,25 @@ _HELD_BY_LIST = _count([object()], 0)  # what _count gives for an object only on
 
 
 def _views_of(calls: list) -> tuple:
-    """(distinct Views among the calls' arguments, references to each from the argument tuples by id)."""
-    views, held, seen = [], Counter(), set()
-    tuples = {id(c.args): c.args for c in calls}  # a tuple shared by two calls refers to its Views once
-    for args in tuples.values():
-        for a in args:
-            if isinstance(a, View) and a._array is not None:
-                held[id(a)] += 1
-                if id(a) not in seen:
-                    seen.add(id(a))
-                    views.append(a)
-    return views, held
+    """(distinct Views among the calls' arguments, references to each from the argument tuples by id, and per
+    call its ((argument position, index into the Views), ...)). Only numbers are kept besides the one list."""
+    views, held, index, per_call, tuples = [], {}, {}, [], set()
+    for call in calls:
+        args, found = call.args, []
+        shared = id(args) in tuples  # a tuple two calls share refers to its Views once
+        tuples.add(id(args))
+        for position, _ in call.prepared.view_params:
+            key = id(args[position])
+            if args[position]._array is None:  # GPU memory the caller owns: not countable, never scratch
+                continue
+            if key not in index:
+                index[key] = len(views)
+                views.append(args[position])
+            if not shared:
+                held[key] = held.get(key, 0) + 1
+            found.append((position, index[key]))
+        per_call.append(found)
+    return views, held, per_call
 
 
 def _owners(views: list) -> tuple:
@@ -76,33 +82,33 @@ def unreachable(calls: list, groups: list) -> dict:
     nothing outside ``calls`` refers to and no later group takes: {group number: frozenset of positions}.
     Counted once, before any group runs (running a group adds no lasting reference); the caller must hold no
     View or array of the partition in a variable of its own."""
-    views, held = _views_of(calls)
+    views, held, per_call = _views_of(calls)
     if not views:
         return {}
     arrays, expected, owner, live = _owners(views)
+    roots = [owner[id(v)] for v in views]
     for i in range(len(views)):
-        if _count(views, i) - _HELD_BY_LIST != held[id(views[i])]:
-            live.add(owner[id(views[i])])
+        if _count(views, i) - _HELD_BY_LIST != held.get(id(views[i]), 0):
+            live.add(roots[i])
     for i in range(len(arrays)):
         if _count(arrays, i) - _HELD_BY_LIST != expected[id(arrays[i])]:
             live.add(owner[id(arrays[i])])
     last_use = {}
     for number, members in enumerate(groups):
         for i in members:
-            for a in calls[i].args:
-                if isinstance(a, View) and id(a) in owner:
-                    last_use[owner[id(a)]] = number
+            for _, v in per_call[i]:
+                last_use[roots[v]] = number
     found = {}
     for number, members in enumerate(groups):
         if len(members) < 2:
             continue
-        positions, position = [], 0
+        positions, offset = [], 0
         for i in members:
-            for a in calls[i].args:
-                root = owner.get(id(a)) if isinstance(a, View) else None
-                if root is not None and root not in live and last_use[root] == number:
-                    positions.append(position)
-                position += 1
+            for position, v in per_call[i]:
+                root = roots[v]
+                if root not in live and last_use[root] == number:
+                    positions.append(offset + position)
+            offset += len(calls[i].args)
         if positions:
             found[number] = frozenset(positions)
     return found
