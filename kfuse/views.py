@@ -157,10 +157,13 @@ class View:
         self.dtype = dtype_of(array.dtype)
         self.shape = array.shape
         self.ndim = array.ndim
-        itemsize = array.itemsize
-        if any(s % itemsize for s in array.strides):
+        itemsize, strides = array.itemsize, array.strides
+        if len(strides) == 1 and not strides[0] % itemsize:  # most Views: no generator
+            self.strides = (strides[0] // itemsize,)
+        elif any(s % itemsize for s in strides):
             raise ValueError("View strides must be whole elements")
-        self.strides = tuple(s // itemsize for s in array.strides)
+        else:
+            self.strides = tuple(s // itemsize for s in strides)
         self.storage = "right" if array.flags.c_contiguous else "stride"  # what kernels specialise on
         self.ptr = ptr = array.__array_interface__["data"][0]
         if not array.size:
@@ -186,8 +189,8 @@ class View:
 
     @classmethod
     def wrap(cls, array: np.ndarray, trait: Trait | None = None) -> "View":
-        """A View over an array only kfuse holds (a new allocation, a reshape of a View's own memory)."""
-        dtype_of(array.dtype)
+        """A View over an array only kfuse holds (a new allocation, a reshape of a View's own memory); an
+        unsupported dtype raises TypeError (``dtype_of``)."""
         return cls(None, trait=trait, _array=array)
 
     def escaped(self, write: bool = True) -> bool:

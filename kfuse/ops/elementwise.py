@@ -14,20 +14,73 @@ import operator
 
 import numpy as np
 
+from ..dispatch import parallel_for
 from ..future import Future
-from ..types import DType
+from ..types import DType, dtype_of
 from ..views import View
 from . import kernels as k
 from .. import kernel_api
 from . import _common as _ufunc_common
-from ._common import (as_view, broadcast, copy2d, elementwise, is_array, kernel_scalar, operand, output,
+from ._common import (as_view, broadcast, copy2d, elementwise, flat, is_array, kernel_scalar, operand, output,
                       named_operand, new_view, result_dtype, ufunc_dtype, view_of)
+
+
+# --- the common case, planned once per operand signature ----------------------------------------------
+# An operation on plain contiguous Views of one shape and dtype, or on such a View and a Python float, with
+# no out= or an out= of the result's shape and dtype: every decision the general path takes (NumPy's result
+# dtype, broadcasting, conversions, the kernel) depends on the operands' signatures alone, so it is made once
+# and the operation costs a new View and a traced call (array programs issue one per NumPy statement).
+_PLANS: dict = {}
+
+
+def _signature(x):
+    if type(x) is View:
+        return (x.dtype, x.shape, x.storage) if x.storage == "right" and x.size else False
+    return float if type(x) is float else False
+
+
+def _binary_plan(name, ufunc, vv, vs, sv, swap, dtype, a, b, out):
+    """(kernel, operand order, result dtype, shape) for the common case, or None."""
+    sa, sb, so = _signature(a), _signature(b), None if out is None else _signature(out)
+    if not (sa and sb) or so is False or (sa is float and sb is float):
+        return None
+    if sa is not float and sb is not float and sa != sb:
+        return None  # another dtype or shape: conversions or broadcasting (the general path)
+    view = a if sa is not float else b
+    result = ufunc_dtype(name, ufunc, a, b) if dtype is None else dtype
+    if so is not None and so != (dtype_of(result), view.shape, "right"):
+        return None
+    if sa is not float and sb is not float:
+        return vv, "vv", result, view.shape
+    if sb is float:
+        return vs, "vs", result, view.shape
+    return (sv, "sv", result, view.shape) if sv is not None else (swap or vs, "swapped", result, view.shape)
+
+
+def _run_plan(plan, a, b, out) -> View:
+    wu, order, dtype, shape = plan
+    target = new_view(shape, dtype) if out is None else out
+    if order == "vv":
+        parallel_for(target.size, wu, out=flat(target), a=flat(a), b=flat(b))
+    elif order == "vs":
+        parallel_for(target.size, wu, out=flat(target), a=flat(a), s=kernel_scalar(b, a))
+    elif order == "sv":
+        parallel_for(target.size, wu, out=flat(target), s=kernel_scalar(a, b), b=flat(b))
+    else:
+        parallel_for(target.size, wu, out=flat(target), a=flat(b), s=kernel_scalar(a, b))
+    return target
 
 
 def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
     """One element-wise binary operation. ``ufunc`` is NumPy's, whose result dtype (NumPy's promotion) is used
     unless ``dtype`` fixes it. ``sv`` runs scalar op View; None with ``swap`` None means commutative (run as View
     op scalar); ``swap`` is the mirrored View-op-scalar kernel (``s < b`` as ``b > s``)."""
+    key = (vv, dtype, _signature(a), _signature(b), None if out is None else _signature(out))
+    plan = _PLANS.get(key)
+    if plan is None and key not in _PLANS:
+        plan = _PLANS[key] = _binary_plan(name, ufunc, vv, vs, sv, swap, dtype, a, b, out)
+    if plan is not None:
+        return _run_plan(plan, a, b, out)
     a, b = named_operand(name, "viewA", a), named_operand(name, "viewB", b)
     a_view, b_view = isinstance(a, View), isinstance(b, View)
     if not (a_view or b_view):
@@ -96,16 +149,41 @@ def _unary(name, ufunc, wu, scalar_fn, x, out, dtype=None):
         if out is not None:
             raise TypeError(f"{name}: out= needs an array operand")
         return scalar_fn(named_operand(name, "view", x))
+    key = (wu, dtype, _signature(x), None if out is None else _signature(out))
+    plan = _PLANS.get(key)
+    if plan is None and key not in _PLANS:
+        plan = _PLANS[key] = _unary_plan(name, ufunc, wu, dtype, x, out)
+    if plan is not None:
+        target = new_view(x.shape, plan) if out is None else out
+        parallel_for(target.size, wu, out=flat(target), a=flat(x))
+        return target
     v = view_of(name, "view", x)
     dtype = ufunc_dtype(name, ufunc, v) if dtype is None else dtype
     return _into(wu, out, v.shape, dtype, a=v)
 
 
+def _unary_plan(name, ufunc, wu, dtype, x, out):
+    """The result dtype for a plain contiguous View (and an out= of its shape and that dtype), or None."""
+    sx, so = _signature(x), None if out is None else _signature(out)
+    if not sx or sx is float or so is False:
+        return None
+    result = ufunc_dtype(name, ufunc, x) if dtype is None else dtype
+    if so is not None and so != (dtype_of(result), x.shape, "right"):
+        return None
+    return result
+
+
+def _not_bool(x) -> bool:
+    """A number or View that is certainly not boolean (so a sum with it is no bool either)."""
+    return type(x) in (int, float) or type(x) is View and x.dtype is not DType.bool
+
+
 def add(viewA, viewB, out=None):
     """``viewA + viewB``; for two bool operands NumPy's bool sum, which is ``logical_or``."""
-    a, b = named_operand("add", "viewA", viewA), named_operand("add", "viewB", viewB)
-    if (isinstance(a, View) or isinstance(b, View)) and ufunc_dtype("add", np.add, a, b) == np.bool_:
-        return logical_or(a, b, out=out)
+    if not (_not_bool(viewA) or _not_bool(viewB)):
+        a, b = named_operand("add", "viewA", viewA), named_operand("add", "viewB", viewB)
+        if (isinstance(a, View) or isinstance(b, View)) and ufunc_dtype("add", np.add, a, b) == np.bool_:
+            return logical_or(a, b, out=out)
     return _binary("add", np.add, k.add_vv, k.add_vs, None, operator.add, viewA, viewB, out)
 
 
