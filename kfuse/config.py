@@ -69,6 +69,8 @@ MAX_LOADED_KERNELS = Setting(
     "mappings).", False, int)
 TRANSFORMS = Setting("KFUSE_TRANSFORMS", "args,loops,restrict,memory",
                      "Comma-separated transforms applied to fused kernels, or 'none'.", True)
+POOL_BYTES = Setting("KFUSE_POOL_BYTES", str(1 << 30), "Bytes of memory kept for reuse by the results of array "
+                     "operations (kfuse/buffers.py); 0 turns the pool off.", False, int)
 DUMP_DIR = Setting("KFUSE_DUMP_DIR", "", "Write the C++ of every kernel compiled or loaded into this folder.", False)
 DEBUG = Setting("KFUSE_DEBUG", "0", "Show kfuse's internal frames in errors and verify IR after each pass.", False,
                 _flag)
@@ -82,7 +84,7 @@ BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a com
                        "and an index outside 0 <= i < extent raises IndexError (read when a kernel is specialised).",
                        True, _flag)
 
-ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_GROUP,
+ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_GROUP, POOL_BYTES,
        MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, BACKEND, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
 
 

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from .. import context
+from .. import buffers, context
 from ..policies import MDRangePolicy
 from ..runtime import device
 from ..spaces import on_device
@@ -134,7 +134,7 @@ def result_dtype(*operands, floating: bool = False) -> np.dtype:
 
 def new_view(shape, dtype) -> View:
     """A result's View: uninitialised memory (a kernel writes it next), on a GPU not copied over before that."""
-    array = np.empty(shape, dtype=dtype)
+    array = buffers.empty(shape, dtype)
     if on_device(context.current().default_space.value):
         device.undefined(array)
     return View.wrap(array)

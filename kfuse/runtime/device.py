@@ -75,9 +75,6 @@ def _mirror_for(view) -> Mirror:
         if not device_ptr:
             raise MemoryError(f"could not allocate {nbytes} bytes of device memory")
         mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
-        if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
-            del _undefined[id(root)]
-            mirror.state = BOTH
         finalizer = weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits it
         finalizer.atexit = False  # at exit, kokkos_runtime copies results back first, then frees (release_all)
     return mirror
@@ -91,6 +88,15 @@ def _release(address: int, device_ptr: int) -> None:
         kokkos_runtime.library().kfuse_device_free(ctypes.c_void_p(device_ptr))
 
 
+def forget(root: np.ndarray) -> None:
+    """``root``'s memory is handed out anew (kfuse/buffers.py): whatever its mirror held is stale; the host's
+    contents are the new owner's (undefined until written)."""
+    if _mirrors:
+        mirror = _mirrors.get(root.__array_interface__["data"][0])
+        if mirror is not None:
+            mirror.state = HOST
+
+
 def release_all() -> None:
     """Free every device buffer before Kokkos is finalised (at exit)."""
     for address, mirror in list(_mirrors.items()):
@@ -102,6 +108,11 @@ def device_pointer(view, writes: bool) -> int:
     if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
         return view.ptr
     mirror = _mirror_for(view)
+    if mirror.state == HOST and _undefined:
+        root = _root(view._array)
+        if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
+            del _undefined[id(root)]
+            mirror.state = BOTH
     if mirror.state == HOST:
         _lib().kfuse_copy_to_device(ctypes.c_void_p(mirror.device_ptr), ctypes.c_void_p(mirror.host_ptr),
                                     mirror.nbytes)

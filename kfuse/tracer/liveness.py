@@ -22,6 +22,8 @@ from collections import Counter
 
 import numpy as np
 
+from .. import buffers
+
 
 def _count(objects: list, i: int) -> int:
     return sys.getrefcount(objects[i])
@@ -56,7 +58,7 @@ def _owners(views: list) -> tuple:
     """(arrays on the base chains of the Views, the references each should have by id, the owner of each View
     and array by id, the owners whose chain ends in something that is not a NumPy array)."""
     arrays, expected, owner, uncountable = [], Counter(), {}, set()
-    index: dict = {}
+    index, roots = {}, set()
     for view in views:
         chain = [view._array]
         while isinstance(chain[-1].base, np.ndarray):
@@ -64,6 +66,9 @@ def _owners(views: list) -> tuple:
         root = id(chain[-1])
         if chain[-1].base is not None:
             uncountable.add(root)
+        elif root not in roots and buffers.holds(chain[-1]):
+            expected[root] += 1  # the pool's own reference to a result's memory (kfuse/buffers.py)
+        roots.add(root)
         owner[id(view)] = root
         expected[id(chain[0])] += 1  # the View's own slot
         for i, array in enumerate(chain):

@@ -1,0 +1,76 @@
+"""Memory for the results of array operations, reused once nothing refers to it.
+
+With fusion on, every intermediate result lives until its partition has run (the trace holds it), so a loop
+of array statements allocates fresh memory for each one, and fresh memory costs a page fault per page on
+its first write: fdtd_2d written as array code (NPBench medium, 20 steps) took 0.85 s fused against 0.16 s
+with the same allocations served from warm memory. So results of at least ``MIN_BYTES`` come from slabs kept
+here: a slab whose only reference is this pool's (no View, array or pending call over it) is handed out
+again for a result of the same size, already paged in. A result keeps its slab through NumPy's ``base``.
+
+The pool keeps at most ``KFUSE_POOL_BYTES`` of slabs; past that, new results are plain allocations. A slab
+handed out again is new memory to everyone else: the GPU mirror of the old contents is dropped first
+(runtime/device.py), and no pending call or failure record can name it (either would hold a View over it).
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import config
+
+MIN_BYTES = 1 << 16  # smaller results come from malloc's own free lists, already warm
+
+_slabs: dict = {}  # nbytes -> [slab, ...]
+_held = 0  # bytes of all slabs
+
+
+def _count(slabs: list, i: int) -> int:
+    return sys.getrefcount(slabs[i])
+
+
+_ONLY_POOL = _count([np.empty(1, np.uint8)], 0)  # what _count gives for a slab nothing else refers to
+
+
+def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array: a free slab of its size if there is one, else new memory (pooled
+    while the pool has room)."""
+    global _held
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < MIN_BYTES:
+        return np.empty(shape, dtype)
+    slabs = _slabs.get(nbytes)
+    if slabs is not None:
+        for i in range(len(slabs)):
+            if _count(slabs, i) == _ONLY_POOL:
+                from .runtime import device
+
+                device.forget(slabs[i])
+                return slabs[i].view(dtype).reshape(shape)
+    if _held + nbytes > config.POOL_BYTES.get():
+        return np.empty(shape, dtype)
+    slab = np.empty(nbytes, np.uint8)
+    _slabs.setdefault(nbytes, []).append(slab)
+    _held += nbytes
+    return slab.view(dtype).reshape(shape)
+
+
+def holds(array: np.ndarray) -> bool:
+    """Whether ``array`` is one of the pool's slabs (the pool's reference is then one of its references)."""
+    return any(s is array for s in _slabs.get(array.nbytes, ()))
+
+
+def release() -> int:
+    """Drop the slabs nothing uses; returns the bytes given back."""
+    global _held
+    freed = 0
+    for nbytes, slabs in list(_slabs.items()):
+        keep = [slabs[i] for i in range(len(slabs)) if _count(slabs, i) != _ONLY_POOL]
+        freed += nbytes * (len(slabs) - len(keep))
+        if keep:
+            _slabs[nbytes] = keep
+        else:
+            del _slabs[nbytes]
+    _held -= freed
+    return freed

@@ -1,0 +1,113 @@
+"""Result memory reused once nothing refers to it (kfuse/buffers.py): when, when not, and values stay right."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import kfuse as pk
+from kfuse import buffers
+
+N = 1 << 14  # 128 KiB of doubles: above buffers.MIN_BYTES
+
+
+def data(seed=0):
+    return np.random.default_rng(seed).uniform(0.5, 2.0, N)
+
+
+def test_a_dropped_result_hands_its_memory_to_the_next_result_of_that_size():
+    x = pk.array(data())
+    first = pk.exp(x)
+    address = first.ptr
+    del first
+    second = pk.log(x)
+    assert second.ptr == address
+    np.testing.assert_allclose(np.asarray(second), np.log(data()), rtol=1e-15)
+
+
+def test_memory_something_still_refers_to_is_never_handed_out():
+    x = pk.array(data())
+    kept_view = pk.exp(x)
+    seen = pk.exp(x)
+    alias = np.asarray(seen)[10:]  # a NumPy array over the memory, the View dropped
+    del seen
+    slice_of = pk.exp(x)[5:]  # a subview keeps the memory of a dropped result
+    taken = {pk.sqrt(x).ptr for _ in range(3)}
+    assert kept_view.ptr not in taken and alias.__array_interface__["data"][0] - 80 not in taken
+    assert slice_of.ptr - 40 not in taken
+    np.testing.assert_allclose(alias, np.exp(data())[10:], rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(kept_view), np.exp(data()), rtol=1e-15)
+
+
+def test_a_pending_call_keeps_its_memory_until_it_has_run(fresh_stats):
+    x = pk.array(data())
+    pk.enable_fusion()
+    out = pk.View([N])
+    t = pk.exp(x)
+    pk.parallel_for(N, copy_into, src=t, dst=out)  # pending: holds t
+    address = t.ptr
+    del t
+    assert pk.sqrt(x).ptr != address
+    np.testing.assert_allclose(np.asarray(out), np.exp(data()), rtol=1e-15)
+
+
+@pk.workunit
+def copy_into(i: int, src: pk.View1D[pk.double], dst: pk.View1D[pk.double]):
+    dst[i] = src[i]
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+def test_a_loop_of_array_statements_over_reused_memory_equals_numpy(fusion, fresh_stats):
+    x0, y0 = data(1), data(2)
+    x, y = pk.array(x0.copy()), pk.array(y0.copy())
+    if fusion:
+        pk.enable_fusion()
+    for _ in range(6):
+        pk.add(x, pk.multiply(pk.sqrt(y), 0.25), out=x)
+        pk.subtract(y, pk.divide(x, 64.0), out=y)
+        x0 += 0.25 * np.sqrt(y0)
+        y0 -= x0 / 64.0
+    total = pk.sum(pk.multiply(x, y))
+    np.testing.assert_allclose(np.asarray(x), x0, rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(y), y0, rtol=1e-13)
+    assert float(total) == pytest.approx(np.sum(x0 * y0), rel=1e-12)
+
+
+def test_intermediates_in_pooled_memory_are_still_never_stored_when_dropped(fresh_stats):
+    x, mu, var = (pk.array(data(s).copy()) for s in (3, 4, 5))
+    pk.enable_fusion()
+    got = float(pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * math.pi)), -0.5),
+                                   pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0)))))
+    xs, ms, vs = data(3), data(4), data(5)
+    assert got == pytest.approx(np.sum(-0.5 * np.log(2 * math.pi * vs) - (xs - ms) ** 2 / (2 * vs)), rel=1e-12)
+    assert pk.stats()["unstored_arrays"] == 8, pk.explain()
+
+
+def test_a_pool_of_zero_bytes_allocates_plain_memory(monkeypatch):
+    monkeypatch.setenv("KFUSE_POOL_BYTES", "0")
+    before = buffers.release()  # drop what earlier tests left unused, so the pool has no free slab of this size
+    assert before >= 0
+    result = pk.exp(pk.array(data()))
+    assert result._array.base is None  # its own allocation, not a slab's view
+
+
+def test_a_reused_slab_forgets_what_its_gpu_mirror_held(monkeypatch):
+    from kfuse.runtime import device
+
+    class FakeCuda:
+        def kfuse_device_malloc(self, nbytes):
+            return 1 << 40
+
+        def kfuse_copy_to_device(self, dst, src, nbytes):
+            pass
+
+    monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
+    monkeypatch.setattr(device, "_mirrors", {})
+    first = pk.exp(pk.array(data()))
+    device.device_pointer(first, writes=True)  # a GPU kernel wrote it: the device copy is newer
+    address = first.ptr
+    del first
+    again = pk.exp(pk.array(data()))
+    assert again.ptr == address
+    assert device._mirrors[address].state == device.HOST  # the old device contents are not the new result's
