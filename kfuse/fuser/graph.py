@@ -14,6 +14,7 @@ import ast
 import hashlib
 import itertools
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from ..views import storage_key
@@ -51,9 +52,21 @@ class Graph:
         (storage of each View argument in order, overlapping pairs among them)."""
         numbers: dict = {}
         storages = tuple(numbers.setdefault(s, len(numbers)) for i in indices for _, s in self.nodes[i].views)
-        pairs = tuple(sorted((numbers[a], numbers[b]) if numbers[a] <= numbers[b] else (numbers[b], numbers[a])
-                             for a, b in self.overlaps if a != b and a in numbers and b in numbers))
-        return storages, pairs
+        neighbours = self._neighbours
+        pairs = {(min(numbers[a], numbers[b]), max(numbers[a], numbers[b]))
+                 for a in numbers for b in neighbours.get(a, ()) if b in numbers}
+        return storages, tuple(sorted(pairs))
+
+    @cached_property
+    def _neighbours(self) -> dict:
+        """Storage -> the other storages it overlaps: a group's pairs without a pass over the whole partition's
+        (subviews of one array all overlap: thousands of pairs in a loop of slice statements)."""
+        found: dict = {}
+        for a, b in self.overlaps:
+            if a != b:
+                found.setdefault(a, []).append(b)
+                found.setdefault(b, []).append(a)
+        return found
 
 
 def _static(prepared) -> tuple:
