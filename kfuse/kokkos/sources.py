@@ -3,6 +3,7 @@ default, downloaded with pip and checked against its known sha256), or a folder 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 import subprocess
 import sys
@@ -30,6 +31,9 @@ def download_command(dest: Path) -> list[str]:
 
 def bundled(work: Path, run=subprocess.run) -> Path:
     """Download the pykokkos-base sdist into ``work``, check it, and return its Kokkos folder, extracted there."""
+    if importlib.util.find_spec("pip") is None:
+        raise SourceError(f"{sys.executable} has no pip to download {BUNDLE} with (an environment made without "
+                          f"pip, by uv say): install pip into it, or download {BUNDLE_FILE} and pass it with --source")
     proc = run(download_command(work), capture_output=True, text=True)
     tarball = work / BUNDLE_FILE
     if proc.returncode != 0 or not tarball.exists():
