@@ -1,7 +1,8 @@
 """One status line on stderr while kfuse makes the user wait: kernel compiles and the Kokkos build.
 
 Drawn only when stderr is a terminal and KFUSE_QUIET is not set, so logs, pipes and captured test output get
-nothing. The line shows the oldest task in flight, its elapsed time and how many others run; one daemon thread
+nothing. The line shows the newest task in flight (a compile inside a wait shows the compile), its elapsed time
+and how many others run; one daemon thread
 redraws it every ``TICK`` seconds while any task runs, and erases it when the last one ends.
 """
 from __future__ import annotations
@@ -72,9 +73,9 @@ class Board:
             time.sleep(TICK)
 
     def text(self) -> str:
-        first = self._tasks[0]
+        newest = self._tasks[-1]
         others = f", {len(self._tasks) - 1} more running" if len(self._tasks) > 1 else ""
-        return f"kfuse: {first.label}  {elapsed(time.monotonic() - first.start)}{others}"
+        return f"kfuse: {newest.label}  {elapsed(time.monotonic() - newest.start)}{others}"
 
     def _write(self, text: str) -> None:
         width = shutil.get_terminal_size((100, 24)).columns - 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kfuse import config, progress
+from kfuse import progress
 from kfuse.kokkos import __main__ as cli
 from kfuse.kokkos import build, cuda_fixes, installs, provision, sources
 
@@ -370,3 +370,9 @@ def test_progress_is_silent_off_a_terminal_or_when_quiet(monkeypatch, stream, qu
     with progress.Board(stream).task("compiling kernel add"):
         time.sleep(2 * progress.TICK)
     assert stream.getvalue() == ""
+
+
+def test_cli_install_refuses_to_build_behind_a_bad_kfuse_kokkos_root(places, monkeypatch, capsys):
+    monkeypatch.setenv("KFUSE_KOKKOS_ROOT", str(places / "nowhere"))
+    assert cli.main(["install"]) == 1
+    assert "unset it to build and use the per-user one" in capsys.readouterr().err

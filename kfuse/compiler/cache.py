@@ -151,7 +151,11 @@ def _ensure_pch(tc: tc_mod.Toolchain, root: Path | None = None) -> Path | None:
     root = root or cache_root()
     key = pch_key(tc)
     final = root / "pch" / key
-    made = _obtain(root, final, "pch", key, "kfuse_prelude", lambda: _make_pch(root, tc, key, final))
+    def make():
+        with progress.BOARD.task("precompiling the Kokkos header (once per toolchain)"):
+            return _make_pch(root, tc, key, final)
+
+    made = _obtain(root, final, "pch", key, "kfuse_prelude", make)
     return None if made is False else final / "kfuse_prelude.hpp"
 
 

@@ -131,7 +131,11 @@ def existing_host() -> installs.Install | None:
     """A host Kokkos kfuse already uses without building one: KFUSE_KOKKOS_ROOT's, or one in sys.prefix."""
     root = config.KOKKOS_ROOT.get()
     if root:
-        return installs.read(Path(root), "KFUSE_KOKKOS_ROOT")
+        found = installs.read(Path(root), "KFUSE_KOKKOS_ROOT")
+        if found is None:
+            raise BuildError(f"KFUSE_KOKKOS_ROOT={root} holds no Kokkos install, and kfuse uses no other while it "
+                             "is set: unset it to build and use the per-user one")
+        return found
     return next((i for i in installs.candidates() if i.origin == "sys.prefix" and not i.device), None)
 
 
