@@ -1,9 +1,9 @@
 """One status line on stderr while kfuse makes the user wait: kernel compiles and the Kokkos build.
 
 Drawn only when stderr is a terminal and KFUSE_QUIET is not set, so logs, pipes and captured test output get
-nothing. The line shows the newest task in flight (a compile inside a wait shows the compile), its elapsed time
-and how many others run; one daemon thread
-redraws it every ``TICK`` seconds while any task runs, and erases it when the last one ends.
+nothing. The line shows the newest task in flight (the header a first compile waits for, say), its elapsed time
+and how many others run; one daemon thread redraws it every ``TICK`` seconds while any task runs, and erases it
+when the last one ends.
 """
 from __future__ import annotations
 
