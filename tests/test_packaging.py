@@ -262,6 +262,8 @@ def test_a_cuda_install_patches_a_copy_builds_registers_and_is_selected(places, 
     assert (manifest["arch"], manifest["source"]) == ("sm_90", str(tarball))
     again = build.install(user_src, cuda=True, arch="sm_90", say=said.append)  # installed: nothing is built
     assert again.root == done.root and len(plans) == 2
+    with pytest.raises(build.BuildError, match="built for sm_90, not sm_80: add --force"):
+        build.install(user_src, cuda=True, arch="sm_80", say=said.append)
     monkeypatch.setenv("KFUSE_DEFAULT_SPACE", "Cuda")
     assert installs.selected().root == done.root
 

@@ -163,6 +163,10 @@ def install(source: Path | None = None, cuda: bool = False, arch: str = "", jobs
         prefix = root / install_name(version, backends)
         with _locked(root / f".{prefix.name}.lock", say):
             if complete(prefix) and not force:
+                built_for = json.loads((prefix / installs.MANIFEST).read_text()).get("arch", "")
+                if built_for != arch:
+                    raise BuildError(f"{prefix} was built for {built_for}, not {arch}: add --force to rebuild it "
+                                     f"for {arch}")
                 installs.forget()
                 return installs.read(prefix, "per-user", arch)
             if src is None:
