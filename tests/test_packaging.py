@@ -378,3 +378,10 @@ def test_cli_install_refuses_to_build_behind_a_bad_kfuse_kokkos_root(places, mon
     monkeypatch.setenv("KFUSE_KOKKOS_ROOT", str(places / "nowhere"))
     assert cli.main(["install"]) == 1
     assert "unset it to build and use the per-user one" in capsys.readouterr().err
+
+
+def test_a_per_user_folder_that_cannot_be_made_is_an_error_naming_xdg_data_home(places, monkeypatch):
+    (places / "file").write_text("")
+    monkeypatch.setenv("XDG_DATA_HOME", str(places / "file"))
+    with pytest.raises(build.BuildError, match="set XDG_DATA_HOME to a folder of yours"):
+        build.install()

@@ -150,7 +150,11 @@ def install(source: Path | None = None, cuda: bool = False, arch: str = "", jobs
         arch = check_arch(arch or detect_arch())
     backends = ("CUDA", "OPENMP", "SERIAL") if cuda else ("OPENMP", "SERIAL")
     root = installs.user_root()
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot create the per-user Kokkos folder {root} ({exc.strerror or exc}): set "
+                         "XDG_DATA_HOME to a folder of yours, or KFUSE_KOKKOS_ROOT to a Kokkos install") from exc
     with tempfile.TemporaryDirectory(prefix="kfuse-kokkos-") as work:
         work = Path(work)
         if source is None:
