@@ -39,6 +39,11 @@ def _flag(raw: str) -> bool:
     return raw.lower() in ("1", "on", "true", "yes")
 
 
+def data_home() -> Path:
+    """Where per-user data lives (XDG_DATA_HOME, else ~/.local/share): kfuse keeps its Kokkos builds there."""
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+
+
 def _default_cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return str(Path(base) / "kfuse")
@@ -49,8 +54,13 @@ CACHE_FALLBACK = Setting(
     "KFUSE_CACHE_FALLBACK", "1", "When the cache folder cannot be trusted (another owner, writable by others) "
     "or written: 1 warns and uses a private temporary cache for the process, 0 raises CacheError.", False, _flag)
 KOKKOS_ROOT = Setting(
-    "KFUSE_KOKKOS_ROOT", "", "Kokkos install (include/, lib/) to compile against; default: the one pykokkos-base "
-    "installed in this Python environment.", True)
+    "KFUSE_KOKKOS_ROOT", "", "Kokkos install (include/, lib/) to compile against; default: one found in this Python "
+    "environment's prefix, else a per-user one from 'python -m kfuse.kokkos install' (kfuse/kokkos/installs.py).",
+    True)
+KOKKOS_AUTO_INSTALL = Setting(
+    "KFUSE_KOKKOS_AUTO_INSTALL", "1", "When no Kokkos is found at the first kernel: 1 builds the host Kokkos "
+    "(python -m kfuse.kokkos install) there and then, once per user; 0 raises an error naming that command.", False,
+    _flag)
 CXX = Setting("KFUSE_CXX", "g++", "C++ compiler (default: g++, or Kokkos's nvcc_wrapper / hipcc for a GPU Kokkos).",
               True)
 GPU_ARCH = Setting("KFUSE_GPU_ARCH", "", "GPU architecture for nvcc (-arch, e.g. sm_90) or hipcc (--offload-arch); "
@@ -79,13 +89,16 @@ DEFAULT_SPACE = Setting("KFUSE_DEFAULT_SPACE", "OpenMP", "Execution space of ker
 BACKEND = Setting("KFUSE_BACKEND", "kokkos", "What runs kernels: kokkos (C++ Kokkos, compiled) or python (kfuse's "
                   "reference interpreter of the same kernels: no compiler needed, slow; for debugging and tests).", False)
 NUM_THREADS = Setting("KFUSE_NUM_THREADS", "-1", "OpenMP threads for Kokkos (-1: Kokkos decides).", False, int)
+QUIET = Setting("KFUSE_QUIET", "0", "1: no progress line on a terminal for kernel compiles and Kokkos builds "
+                "(there is none when stderr is not a terminal).", False, _flag)
 VERBOSE = Setting("KFUSE_VERBOSE", "0", "Log compiles and cache hits to stderr.", False, _flag)
 BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a compiled kernel checks its indices "
                        "and an index outside 0 <= i < extent raises IndexError (read when a kernel is specialised).",
                        True, _flag)
 
-ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE, MAX_GROUP, POOL_BYTES,
-       MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, BACKEND, NUM_THREADS, VERBOSE, BOUNDS_CHECK)
+ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, KOKKOS_AUTO_INSTALL, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE,
+       MAX_GROUP, POOL_BYTES, MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, BACKEND, NUM_THREADS, QUIET,
+       VERBOSE, BOUNDS_CHECK)
 
 
 def put(setting: Setting, value) -> None:

@@ -29,7 +29,7 @@ Why the runs are set up as they are:
   ``sklearn.utils.fixes.delayed`` (gone in 1.5) and sklearn internals of that time. They run in a separate virtual
   environment, created once under ``~/.cache/kfuse-examples/sklearn-1.1.3`` from PyPI with SKLEARN_PINS (the
   release of the time and its NumPy/SciPy, NumPy >= 1.24 for kfuse), with this repository's kfuse on PYTHONPATH
-  and kernels built against this environment's Kokkos (KFUSE_KOKKOS_ROOT). If it cannot be created they are
+  and kernels built against the Kokkos kfuse selects here (KFUSE_KOKKOS_ROOT). If it cannot be created they are
   skipped, naming the cause. The project's own environment keeps its newer scikit-learn.
 """
 from __future__ import annotations
@@ -309,8 +309,15 @@ def child_environment(work: Path, program: Program) -> dict:
         path.insert(0, str(work))
     env["PYTHONPATH"] = os.pathsep.join(path + [p for p in [os.environ.get("PYTHONPATH")] if p])
     if program.sklearn:
-        env.setdefault("KFUSE_KOKKOS_ROOT", sys.prefix)  # the Kokkos installed in this (kfuse's) environment
+        env.setdefault("KFUSE_KOKKOS_ROOT", kokkos_root())  # that environment would not see one in this sys.prefix
     return env
+
+
+def kokkos_root() -> str:
+    """The Kokkos kfuse compiles against when run from this environment (found, or built on first use)."""
+    from kfuse.kokkos import provision  # kfuse is installed in this environment (scripts/setup.sh)
+
+    return provision.selected().root
 
 
 def sklearn_python() -> tuple:

@@ -1,6 +1,7 @@
 """GPU-only behaviour: device copies of Views, NumPy arguments, CuPy arrays as kernel arguments.
 
-These need a Kokkos built with CUDA (KFUSE_KOKKOS_ROOT); on a host-only Kokkos they are skipped. They were
+These need a Kokkos built with CUDA (``python -m kfuse.kokkos install --cuda``, or KFUSE_KOKKOS_ROOT); on a
+host-only Kokkos they are skipped. They were
 run on an NVIDIA H200 (see README); the rest of the suite runs there too with KFUSE_DEFAULT_SPACE=Cuda.
 """
 import numpy as np
@@ -11,7 +12,7 @@ from kfuse.compiler import toolchain
 from kfuse.runtime import device
 
 pytestmark = pytest.mark.skipif("CUDA" not in toolchain.current().backends,
-                                reason="needs a Kokkos built with CUDA (KFUSE_KOKKOS_ROOT)")
+                                reason="needs a Kokkos built with CUDA (python -m kfuse.kokkos install --cuda)")
 
 N = 1000
 CUDA_RANGE = lambda n: pk.RangePolicy(pk.Cuda, 0, n)  # noqa: E731

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..codegen.kernel import GeneratedKernel, generate
+from ..progress import Batch
 from ..compiler import fused as fused_store
 from ..compiler import cache, toolchain
 from ..errors import ArgumentError
@@ -44,7 +45,9 @@ class KokkosBackend(Backend):
         if space.upper() not in backends:
             raise ArgumentError(f"workunit '{workunit}': execution space {space} is not enabled in the Kokkos "
                                 f"kfuse compiles against ({toolchain.current().include_dir}; backends: "
-                                f"{', '.join(backends)}); choose another space or set KFUSE_KOKKOS_ROOT")
+                                f"{', '.join(backends)}); choose another space, or build a Kokkos with it "
+                                "('python -m kfuse.kokkos install --cuda ...' for Cuda; 'python -m kfuse.kokkos "
+                                "status' lists what kfuse sees) or set KFUSE_KOKKOS_ROOT")
 
     def host_access(self, view, write: bool) -> None:
         device.host_access(view, write)
@@ -70,10 +73,11 @@ class KokkosBackend(Backend):
             return
         cpus = len(os.sched_getaffinity(0))  # the CPUs this process may use (taskset, containers), not the host's
         pool = ThreadPoolExecutor(max_workers=min(len(todo), cpus), thread_name_prefix="kfuse-cc")
+        batch = Batch(len(todo))
         for r in todo:
             # each compile bumps the counters of the runtime in charge here, so it runs in a copy of this context
             self._ahead[r] = pool.submit(contextvars.copy_context().run, cache.build, r.generated.name,
-                                         r.generated.source)
+                                         r.generated.source, batch)
         pool.shutdown(wait=False)
 
     def load(self, rendered: Rendered) -> CompiledKernel:

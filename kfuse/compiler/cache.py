@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import config
+from .. import config, progress
 from ..codegen.kernel import CODEGEN_VERSION
 from ..errors import CompileError
 from .. import counters
@@ -75,17 +75,24 @@ def _checked(final: Path, kind: str, key: str) -> str | None:
     return reason
 
 
-def build(name: str, source: str) -> Artifact:
-    """The shared library for ``source``: a checked cache entry, or compiled now (once across processes)."""
+def build(name: str, source: str, batch: progress.Batch | None = None) -> Artifact:
+    """The shared library for ``source``: a checked cache entry, or compiled now (once across processes).
+    ``batch``: the compile_ahead batch it belongs to, for the progress line."""
     tc = tc_mod.current()
     key = kernel_key(source, tc)
     _dump(name, source)
-    return using_cache(lambda root: _kernel(root, tc, name, source, key))
+    label = f"compiling kernel {name}" + (f" ({batch.number()})" if batch else "")
+    return using_cache(lambda root: _kernel(root, tc, name, source, key, label))
 
 
-def _kernel(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str) -> Artifact:
+def _kernel(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str, label: str) -> Artifact:
     final = root / "kernels" / key[:2] / key
-    seconds = _obtain(root, final, "kernel", key, name, lambda: _compile(root, tc, name, source, key, final))
+
+    def make():
+        with progress.BOARD.task(label):
+            return _compile(root, tc, name, source, key, final)
+
+    seconds = _obtain(root, final, "kernel", key, name, make)
     if seconds is None:
         counters.bump("cache_hits")
         _notify("hit", name, key)
@@ -144,7 +151,11 @@ def _ensure_pch(tc: tc_mod.Toolchain, root: Path | None = None) -> Path | None:
     root = root or cache_root()
     key = pch_key(tc)
     final = root / "pch" / key
-    made = _obtain(root, final, "pch", key, "kfuse_prelude", lambda: _make_pch(root, tc, key, final))
+    def make():
+        with progress.BOARD.task("precompiling the Kokkos header (once per toolchain)"):
+            return _make_pch(root, tc, key, final)
+
+    made = _obtain(root, final, "pch", key, "kfuse_prelude", make)
     return None if made is False else final / "kfuse_prelude.hpp"
 
 
