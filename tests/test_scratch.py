@@ -254,6 +254,7 @@ def test_an_op_result_is_not_copied_to_the_gpu_before_its_kernel_writes_it(monke
 
     monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
     monkeypatch.setattr(device, "_mirrors", {})
+    pk.set_default_space(pk.OpenMP)
     host_result = new_view((8,), np.float64)  # default space OpenMP: its contents come from a host kernel
     pk.set_default_space(pk.Cuda)
     result, defined = new_view((8,), np.float64), new_view((8,), np.float64)
