@@ -10,7 +10,6 @@ call still has to read pulls that reader in). Everything else stays pending.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 
 class Ranges:
@@ -28,6 +27,8 @@ class Ranges:
             return
         starts, ends = self.starts, self.ends
         i = bisect_left(ends, lo)  # first interval ending at or after lo: it touches or follows [lo, hi)
+        if i < len(starts) and starts[i] <= lo and hi <= ends[i]:
+            return  # already in the set (a loop's calls touch the same Views again and again)
         j = bisect_right(starts, hi)  # intervals i..j-1 touch [lo, hi): merge them all into one
         if i < j:
             lo = min(lo, starts[i])
@@ -50,28 +51,22 @@ class Ranges:
         return False
 
 
-@dataclass(eq=False)
 class Entry:
     """A call in the trace with its memory footprint."""
 
-    call: object  # calls.KernelCall
-    reads: tuple  # ((lo, hi), ...)
-    writes: tuple
+    __slots__ = ("call", "reads", "writes")
+
+    def __init__(self, call, reads: tuple, writes: tuple):
+        self.call = call  # calls.KernelCall
+        self.reads = reads  # ((lo, hi), ...)
+        self.writes = writes
 
 
 def footprint(call) -> tuple:
     """(reads, writes): the byte ranges of the Views ``call`` reads and writes, from its access summary."""
-    access = call.prepared.access
-    reads, writes = [], []
-    for (name, t), arg in zip(call.prepared.spec.params, call.args):
-        if not t.is_view:
-            continue
-        pa = access[name]
-        if pa.read:
-            reads.append(arg.bounds)
-        if pa.write:
-            writes.append(arg.bounds)
-    return tuple(reads), tuple(writes)
+    reads, writes = call.prepared.view_positions
+    args = call.args
+    return tuple([args[i].bounds for i in reads]), tuple([args[i].bounds for i in writes])
 
 
 class Trace:
