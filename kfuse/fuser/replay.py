@@ -15,13 +15,13 @@ What a graph node takes from a call, and where the signature has it:
   offsets -- the values of the scalar arguments the safety analysis reads as offsets;
   Future producers -- none: a partition with a call that takes a Future is not replayed.
 A fused key adds which scalar arguments are equal: the signature numbers the partition's scalars by
-``scalar_key`` (a group's pattern is that numbering restricted to its calls).
+``transforms.ir.scalar_key`` (a group's pattern is that numbering restricted to its calls).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import copysign
 
-from ..transforms.ir import scalar_key
 from .graph import Graph, policy_key, static
 
 
@@ -55,6 +55,7 @@ def signature(calls: list, bound: int) -> tuple | None:
     parts = [bound]
     append = parts.append
     classes: dict = {}
+    number = classes.setdefault
     last_policy = last_key = None
     for call in calls:
         if call.futures:
@@ -64,14 +65,16 @@ def signature(calls: list, bound: int) -> tuple | None:
             last_policy, last_key = policy, policy_key(policy)
         append(prepared)
         append(last_key)
-        views, scalars, offsets = _layout(prepared)
+        views, scalars, offsets = prepared.__dict__.get("_replay_layout") or _layout(prepared)
         for i in views:
             view = args[i]
             append(view.ptr)
             append(view.shape)
             append(view.strides)
         for i in scalars:
-            append(classes.setdefault(scalar_key(args[i]), len(classes)))
+            value = args[i]  # classes as transforms.ir.scalar_key draws them (0.0 and -0.0 apart)
+            append(number((type(value), value, copysign(1.0, value) if isinstance(value, float) else 0),
+                          len(classes)))
         for i in offsets:
             append(args[i])
     return tuple(parts)

@@ -93,15 +93,16 @@ class Trace:
             if write:
                 need_writes.add(*bounds)
         picked = []
+        reads_hit, writes_hit, read, written = need_reads.hits, need_writes.hits, need_reads.add, need_writes.add
         for entry in reversed(self.entries):
-            call = entry.call
-            take = id(call) in needed_ids or need_reads.hits(entry.writes) or need_writes.hits(entry.writes) \
-                or need_writes.hits(entry.reads)
-            if not take:
+            call, writes = entry.call, entry.writes
+            if not (id(call) in needed_ids or reads_hit(writes) or writes_hit(writes) or writes_hit(entry.reads)):
                 continue
             picked.append(entry)
-            need_reads.add_all(entry.reads)
-            need_writes.add_all(entry.writes)
+            for lo, hi in entry.reads:
+                read(lo, hi)
+            for lo, hi in writes:
+                written(lo, hi)
             for _, fut in call.futures:
                 if fut.call is not None:
                     needed_ids.add(id(fut.call))
