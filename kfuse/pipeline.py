@@ -226,7 +226,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
 
 def _run_fused(rt, scheduled, number: int, group: list, names: frozenset, record, scratch: frozenset) -> None:
     indices = scheduled.plan.groups[number]
-    args = tuple(a for c in group for a in c.bound_args())
+    args = tuple([a for c in group for a in c.bound_args()])
     base = scheduled.keys[number] or group_key(scheduled.graph, indices, group, args)
     key = fused_key(base, group[0].prepared.backend, names, scratch)
     kernel, arg_index = fused_kernel(rt, key, group, args)

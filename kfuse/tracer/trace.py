@@ -77,7 +77,9 @@ class Trace:
         return len(self.entries)
 
     def append(self, call) -> Entry:
-        entry = Entry(call, *footprint(call))
+        reads, writes = call.prepared.view_positions  # footprint(call), without a call on every kernel call
+        args = call.args
+        entry = Entry(call, tuple([args[i].bounds for i in reads]), tuple([args[i].bounds for i in writes]))
         self.entries.append(entry)
         return entry
 
