@@ -14,13 +14,16 @@ from bisect import bisect_left, bisect_right
 
 class Ranges:
     """A set of byte ranges kept as sorted, disjoint, merged intervals, so testing an access against
-    everything a walk has collected costs a binary search, not a scan (a long chain stays linear)."""
+    everything a walk has collected costs a binary search, not a scan (a long chain stays linear). The ranges
+    given to ``add_all`` are also kept as given (``exact``): a loop's calls touch the same Views again and
+    again, and a range seen before costs a set lookup."""
 
-    __slots__ = ("starts", "ends")
+    __slots__ = ("starts", "ends", "exact")
 
     def __init__(self):
         self.starts: list = []
         self.ends: list = []
+        self.exact: set = set()  # non-empty ranges added through add_all, as (lo, hi)
 
     def add(self, lo: int, hi: int) -> None:
         if lo >= hi:  # an empty View touches no memory
@@ -28,7 +31,7 @@ class Ranges:
         starts, ends = self.starts, self.ends
         i = bisect_left(ends, lo)  # first interval ending at or after lo: it touches or follows [lo, hi)
         if i < len(starts) and starts[i] <= lo and hi <= ends[i]:
-            return  # already in the set (a loop's calls touch the same Views again and again)
+            return  # already in the set
         j = bisect_right(starts, hi)  # intervals i..j-1 touch [lo, hi): merge them all into one
         if i < j:
             lo = min(lo, starts[i])
@@ -37,11 +40,16 @@ class Ranges:
         ends[i:j] = [hi]
 
     def add_all(self, ranges) -> None:
-        for lo, hi in ranges:
-            self.add(lo, hi)
+        exact = self.exact
+        for bounds in ranges:
+            if bounds not in exact and bounds[0] < bounds[1]:
+                exact.add(bounds)
+                self.add(*bounds)
 
     def hits(self, ranges) -> bool:
         """Whether any of ``ranges`` shares a byte with the set."""
+        if not self.exact.isdisjoint(ranges):
+            return True
         starts, ends = self.starts, self.ends
         for lo, hi in ranges:
             if lo < hi:
@@ -95,16 +103,14 @@ class Trace:
             if write:
                 need_writes.add(*bounds)
         picked = []
-        reads_hit, writes_hit, read, written = need_reads.hits, need_writes.hits, need_reads.add, need_writes.add
+        reads_hit, writes_hit = need_reads.hits, need_writes.hits
         for entry in reversed(self.entries):
             call, writes = entry.call, entry.writes
             if not (id(call) in needed_ids or reads_hit(writes) or writes_hit(writes) or writes_hit(entry.reads)):
                 continue
             picked.append(entry)
-            for lo, hi in entry.reads:
-                read(lo, hi)
-            for lo, hi in writes:
-                written(lo, hi)
+            need_reads.add_all(entry.reads)
+            need_writes.add_all(writes)
             for _, fut in call.futures:
                 if fut.call is not None:
                     needed_ids.add(id(fut.call))
