@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 
-_parsed: dict = {}  # setting name -> (its key in os.environ's mapping, the raw value parsed last, the value)
+_parsed: dict = {}  # setting name (each declared once, below) -> (its key in os.environ's mapping, the raw value
+#                     parsed last, the value)
 _UNSEEN = object()
 
 

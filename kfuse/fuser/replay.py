@@ -36,15 +36,14 @@ class Replay:
 
 
 def _layout(prepared) -> tuple:
-    """(View positions, scalar positions, offset positions) of a specialisation's arguments, found once."""
-    found = prepared.__dict__.get("_replay_layout")
-    if found is None:
-        offsets = static(prepared)[4].offset_params
-        params = prepared.spec.params
-        found = prepared.__dict__["_replay_layout"] = (
-            tuple(i for i, (_, t) in enumerate(params) if t.is_view),
-            tuple(i for i, (_, t) in enumerate(params) if not t.is_view),
-            tuple(i for i, (name, t) in enumerate(params) if not t.is_view and name in offsets))
+    """(View positions, scalar positions, offset positions) of a specialisation's arguments, kept on it (the
+    signature looks there first)."""
+    offsets = static(prepared)[4].offset_params
+    params = prepared.spec.params
+    found = prepared.__dict__["_replay_layout"] = (
+        tuple(i for i, (_, t) in enumerate(params) if t.is_view),
+        tuple(i for i, (_, t) in enumerate(params) if not t.is_view),
+        tuple(i for i, (name, t) in enumerate(params) if not t.is_view and name in offsets))
     return found
 
 
