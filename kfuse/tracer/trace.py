@@ -48,7 +48,8 @@ class Ranges:
 
     def hits(self, ranges) -> bool:
         """Whether any of ``ranges`` shares a byte with the set."""
-        if not self.exact.isdisjoint(ranges):
+        exact = self.exact
+        if exact and not exact.isdisjoint(ranges):
             return True
         starts, ends = self.starts, self.ends
         for lo, hi in ranges:
