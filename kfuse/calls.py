@@ -228,6 +228,7 @@ def prepare(wu, op: str, policy, positional: tuple, kwargs: dict, backend=None) 
 # _Binding per argument signature seen, found by comparing signature lists (no hashing of enums),
 # each knowing how to turn the call's values into kernel arguments without re-deriving types.
 _PASS = frozenset((float, int, bool))  # scalar types whose signature is their type
+_DEBUG_SPACE = spaces.ExecutionSpace.Debug  # a global: an Enum's attribute costs a lookup through its metaclass
 _ranges: dict = {}  # int thread count -> its RangePolicy, reused: policies are frozen values
 
 
@@ -350,7 +351,7 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     plans = wu.__dict__.get("_kfuse_plans")
     if plans is None:
         plans = wu.__dict__["_kfuse_plans"] = {}
-    if space is spaces.ExecutionSpace.Debug:
+    if space is _DEBUG_SPACE:
         backend = DEBUG
     plan_key = (op, type(policy), policy.rank, id(space), id(backend))  # ids: singletons, hashing enums is slow
     plan = plans.get(plan_key)
