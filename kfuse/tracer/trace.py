@@ -14,37 +14,38 @@ from bisect import bisect_left, bisect_right
 
 class Ranges:
     """A set of byte ranges kept as sorted, disjoint, merged intervals, so testing an access against
-    everything a walk has collected costs a binary search, not a scan (a long chain stays linear). The ranges
-    given to ``add_all`` are also kept as given (``exact``): a loop's calls touch the same Views again and
-    again, and a range seen before costs a set lookup."""
+    everything a walk has collected costs a binary search, not a scan (a long chain stays linear). A range
+    ``add_all`` meets again once it is in the set is also kept as given (``exact``): a loop's calls touch the
+    same Views again and again, and such a range then costs a set lookup."""
 
     __slots__ = ("starts", "ends", "exact")
 
     def __init__(self):
         self.starts: list = []
         self.ends: list = []
-        self.exact: set = set()  # non-empty ranges added through add_all, as (lo, hi)
+        self.exact: set = set()  # non-empty ranges, as (lo, hi), that add_all found already in the set
 
-    def add(self, lo: int, hi: int) -> None:
+    def add(self, lo: int, hi: int) -> bool:
+        """Add [lo, hi); whether it was in the set already."""
         if lo >= hi:  # an empty View touches no memory
-            return
+            return False
         starts, ends = self.starts, self.ends
         i = bisect_left(ends, lo)  # first interval ending at or after lo: it touches or follows [lo, hi)
         if i < len(starts) and starts[i] <= lo and hi <= ends[i]:
-            return  # already in the set
+            return True
         j = bisect_right(starts, hi)  # intervals i..j-1 touch [lo, hi): merge them all into one
         if i < j:
             lo = min(lo, starts[i])
             hi = max(hi, ends[j - 1])
         starts[i:j] = [lo]
         ends[i:j] = [hi]
+        return False
 
     def add_all(self, ranges) -> None:
         exact = self.exact
         for bounds in ranges:
-            if bounds not in exact and bounds[0] < bounds[1]:
+            if not (exact and bounds in exact) and self.add(*bounds):
                 exact.add(bounds)
-                self.add(*bounds)
 
     def hits(self, ranges) -> bool:
         """Whether any of ``ranges`` shares a byte with the set."""
