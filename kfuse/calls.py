@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,26 +44,26 @@ class Prepared:
     kernel: object = None  # the loaded backends.base.Kernel (pipeline.kernel_of)
     _access: object = None
 
-    @property
+    # cached_property: after the first use, a plain attribute of the instance (no call on the tracing path)
+    @functools.cached_property
     def view_params(self) -> tuple:
         """(position, written?) of each View parameter: what the tracer checks for escaped memory."""
-        found = self.__dict__.get("_view_params")
-        if found is None:
-            access = self.access
-            found = self.__dict__["_view_params"] = tuple(
-                (i, access[name].write) for i, (name, t) in enumerate(self.spec.params) if t.is_view)
-        return found
+        access = self.access
+        return tuple((i, access[name].write) for i, (name, t) in enumerate(self.spec.params) if t.is_view)
 
-    @property
+    @functools.cached_property
+    def view_positions(self) -> tuple:
+        """(positions of the View parameters the kernel reads, of those it writes): a call's footprint."""
+        access = self.access
+        return (tuple(i for i, w in self.view_params if access[self.spec.params[i][0]].read),
+                tuple(i for i, w in self.view_params if w))
+
+    @functools.cached_property
     def prints(self) -> bool:
         """Whether the kernel (or a helper it calls) calls pk.printf."""
-        found = self.__dict__.get("_prints")
-        if found is None:
-            trees = [self.source.tree, *(h.tree for h in self.source.helpers.values())]
-            found = self.__dict__["_prints"] = any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "printf"
-                and isinstance(n.func.value, ast.Name) and n.func.value.id == "pk" for t in trees for n in ast.walk(t))
-        return found
+        trees = [self.source.tree, *(h.tree for h in self.source.helpers.values())]
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "printf"
+                   and isinstance(n.func.value, ast.Name) and n.func.value.id == "pk" for t in trees for n in ast.walk(t))
 
     @property
     def access(self):
@@ -227,6 +228,7 @@ def prepare(wu, op: str, policy, positional: tuple, kwargs: dict, backend=None) 
 # _Binding per argument signature seen, found by comparing signature lists (no hashing of enums),
 # each knowing how to turn the call's values into kernel arguments without re-deriving types.
 _PASS = frozenset((float, int, bool))  # scalar types whose signature is their type
+_DEBUG_SPACE = spaces.ExecutionSpace.Debug  # a global: an Enum's attribute costs a lookup through its metaclass
 _ranges: dict = {}  # int thread count -> its RangePolicy, reused: policies are frozen values
 
 
@@ -349,7 +351,7 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     plans = wu.__dict__.get("_kfuse_plans")
     if plans is None:
         plans = wu.__dict__["_kfuse_plans"] = {}
-    if space is spaces.ExecutionSpace.Debug:
+    if space is _DEBUG_SPACE:
         backend = DEBUG
     plan_key = (op, type(policy), policy.rank, id(space), id(backend))  # ids: singletons, hashing enums is slow
     plan = plans.get(plan_key)

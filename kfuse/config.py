@@ -13,6 +13,11 @@ from pathlib import Path
 from typing import Callable
 
 
+_parsed: dict = {}  # setting name (each declared once, below) -> (its key in os.environ's mapping, the raw value
+#                     parsed last, the value)
+_UNSEEN = object()
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -22,8 +27,22 @@ class Setting:
     parse: Callable[[str], object] = str
 
     def get(self):
-        raw = os.environ.get(self.name)
-        return self.parse(self.default if raw is None or raw == "" else raw)
+        """The value the environment gives now. Some settings are read at every kernel call, where
+        ``os.environ.get`` (encoding the name, decoding the value) and parsing cost more than the rest of the
+        check; so the raw value is looked up in the mapping ``os.environ`` keeps (``_data``, which
+        ``os.environ.get`` reads too) and parsed only when it is not the object parsed last (kept alive
+        here, so a changed value is always another object)."""
+        environ = os.environ
+        seen = _parsed.get(self.name)
+        if seen is None:
+            seen = (environ.encodekey(self.name), _UNSEEN, None)
+        raw = environ._data.get(seen[0])
+        if raw is seen[1]:
+            return seen[2]
+        text = None if raw is None else environ.decodevalue(raw)
+        value = self.parse(self.default if text is None or text == "" else text)
+        _parsed[self.name] = (seen[0], raw, value)
+        return value
 
 
 def _tristate(raw: str):

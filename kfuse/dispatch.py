@@ -35,11 +35,12 @@ def _split(args: tuple):
 
 def _dispatch(op: str, args: tuple, kwargs: dict):
     policy, wu, positional = _split(args)
-    if isinstance(wu, list):
-        return _explicit_fusion(op, policy, wu, positional, kwargs)
-    if is_lambda(wu):
-        wu, positional, kwargs = lambdas.as_kernel(op, wu, positional, kwargs)
-    if isinstance(policy, (TeamThreadRange, TeamThreadMDRange)):  # nested parallelism in the Debug space
+    if type(wu) is not Workunit:
+        if isinstance(wu, list):
+            return _explicit_fusion(op, policy, wu, positional, kwargs)
+        if is_lambda(wu):
+            wu, positional, kwargs = lambdas.as_kernel(op, wu, positional, kwargs)
+    if type(policy) is not int and isinstance(policy, (TeamThreadRange, TeamThreadMDRange)):  # nested, Debug space
         from .backends.debug import run_nested
 
         return run_nested(op, policy, wu)

@@ -47,6 +47,7 @@ class Runtime:
         self.default_space = spaces.from_setting()
         self.transforms = None  # pk.set_transforms: the transforms fused kernels get (None: KFUSE_TRANSFORMS)
         self.plans: dict = {}  # (group bound, partition graph) -> plan
+        self.replays: dict = {}  # partition signature -> fuser.replay.Replay
         self.fused: dict = {}  # fused group key -> (kernel, arg_index)
         self.rendered: dict = {}  # fused group key -> (rendered kernel, arg_index), until it is loaded
         self.records: deque = deque(maxlen=_RECORDS_KEPT)  # explain()'s flush records
@@ -57,23 +58,25 @@ class Runtime:
     def log(self, call):
         """Append ``call`` (the caller holds ``guard.lock``); it runs at once (with what it depends on) if it
         touches escaped memory, or prints (pk.printf output keeps its place among the program's own output)."""
-        counters.bump("ops_traced")
+        counts = self.counts
+        counts["ops_traced"] += 1
         result = self._append(call)
         escaped = _escaped_views(call)
         if escaped or call.prepared.prints:
-            counters.bump("escaped_calls" if escaped else "printing_calls")
+            counts["escaped_calls" if escaped else "printing_calls"] += 1
             self._run(self.trace.partition_for(None, False, (call,)))
             self._raise_at_call(call)
             for view in escaped:  # a GPU result reaches the host memory the program holds
                 self.backend.host_access(view, True)
-        elif len(self.trace) >= config.MAX_TRACE.get():
+        elif len(self.trace.entries) >= config.MAX_TRACE.get():
             self.flush_all()
         return result
 
     def _append(self, call):
         """Put ``call`` in the trace; a reduction or scan gets the Future it delivers (returned)."""
-        if call.op != "for":
-            call.result = Future(call.prepared.spec.accs[0], self.resolve, call)
+        spec = call.prepared.spec
+        if spec.op != "for":
+            call.result = Future(spec.accs[0], self.resolve, call)
         self.trace.append(call)
         return call.result
 

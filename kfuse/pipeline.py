@@ -11,8 +11,9 @@
 
 Eager execution is a one-call schedule through the same stages (``execute``); its kernel is kept on the
 specialisation, so a repeated eager call costs a binding and a launch. A repeated partition (every step of
-a time-step loop) hits the plan cache (keyed by its graph) and the fused-kernel cache, so it costs neither
-re-analysis nor re-compilation.
+a time-step loop) is replayed: its signature (fuser/replay.py) finds the graph, plan and fused-kernel keys of
+the first such flush, so it costs neither re-analysis nor re-compilation; one over other memory with the same
+structure hits the plan cache (keyed by its graph) and the fused-kernel cache.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from .backends.base import Lowered
 from .calls import writes_of
 from .errors import KfuseError
 from .frontend.access import summarize
-from .fuser import build, explain, graph as graphs, persist, planner
+from .fuser import build, explain, graph as graphs, persist, planner, replay
+from .fuser.replay import Replay
 from .runtime.launch import policy_slots
 from .transforms import manager as transforms
 from .transforms.ir import FusedKernel, scalar_key
@@ -36,19 +38,37 @@ _MAX_CACHED = 4096  # plans/fused kernels kept; a program whose ranges change ev
 
 # --- schedule ---------------------------------------------------------------------------------
 def schedule(rt, calls: list, fuse: bool) -> tuple:
-    """(graph, plan, cached?) of a partition; plans are cached in ``rt`` by graph. Unfused (fusion off, or one
-    call) there is nothing to decide and no graph is built (None)."""
+    """(Replay, how) of a partition: ``how`` is "replayed" (its signature was seen: nothing is rebuilt,
+    fuser/replay.py), "cached" (its graph was seen: the plan is reused) or "" (planned now). Unfused (fusion
+    off, or one call) there is nothing to decide and no graph is built (None)."""
     if not fuse or len(calls) < 2:
-        return None, planner.unfused(len(calls)), False
-    graph = graphs.of(calls)
+        return Replay(None, planner.unfused(len(calls)), ()), ""
     bound = config.MAX_GROUP.get()
+    signature = replay.signature(calls, bound)
+    found = rt.replays.get(signature) if signature is not None else None
+    if found is not None:
+        return found, "replayed"
+    graph = graphs.of(calls)
     plan = rt.plans.get((bound, graph))
-    if plan is not None:
-        return graph, plan, True
-    if len(rt.plans) >= _MAX_CACHED:
-        rt.plans.clear()
-    plan = rt.plans[bound, graph] = planner.plan(graph, bound)
-    return graph, plan, False
+    how = "cached" if plan is not None else ""
+    if plan is None:
+        if len(rt.plans) >= _MAX_CACHED:
+            rt.plans.clear()
+        plan = rt.plans[bound, graph] = planner.plan(graph, bound)
+    found = Replay(graph, plan, tuple(_known_key(graph, indices, calls) for indices in plan.groups))
+    if signature is not None:
+        if len(rt.replays) >= _MAX_CACHED:
+            rt.replays.clear()
+        rt.replays[signature] = found
+    return found, how
+
+
+def _known_key(graph, indices: list, calls: list) -> tuple | None:
+    """A fused group's ``group_key`` when its arguments are all known (no member waits for a Future)."""
+    group = [calls[i] for i in indices]
+    if len(group) < 2 or any(c.futures for c in group):
+        return None
+    return group_key(graph, indices, group, tuple(a for c in group for a in c.args))
 
 
 # --- lower, render, compile -------------------------------------------------------------------
@@ -93,17 +113,22 @@ def _scalar_pattern(args: tuple) -> tuple:
     return tuple(classes.setdefault(scalar_key(a), len(classes)) for a in args if not hasattr(a, "ptr"))
 
 
-def _fused_key(graph, indices: list, group: list, args: tuple, scratch: frozenset) -> tuple:
-    """What a fused group's kernel depends on: backend, member kernels, aliasing, equal scalars, transforms,
-    and which arguments are scratch (their stores are removed only by the memory transform)."""
-    backend = group[0].prepared.backend
-    names = transforms.enabled() & backend.transforms
-    return backend.name, tuple(graph.nodes[i].kernel for i in indices), graph.pattern_of(indices), \
-        _scalar_pattern(args), names, tuple(sorted(scratch)) if "memory" in names else ()
+def group_key(graph, indices: list, group: list, args: tuple) -> tuple:
+    """What a fused group's kernel depends on besides the transforms and its scratch Views (``fused_key``):
+    backend, member kernels, aliasing, equal scalars."""
+    return group[0].prepared.backend.name, tuple(graph.nodes[i].kernel for i in indices), graph.pattern_of(indices), \
+        _scalar_pattern(args)
+
+
+def fused_key(base: tuple, backend, names: frozenset, scratch: frozenset) -> tuple:
+    """A fused group's whole key: its ``group_key``, the transforms it gets (``names``: those enabled), and which
+    arguments are scratch (their stores are removed only by the memory transform)."""
+    names = names & backend.transforms
+    return base + (names, tuple(sorted(scratch)) if "memory" in names else ())
 
 
 def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
-    """(rendered kernel, arg_index) of a fused group (``key``: its ``_fused_key``) not loaded yet: from the
+    """(rendered kernel, arg_index) of a fused group (``key``: its ``fused_key``) not loaded yet: from the
     backend's store, or lowered and rendered anew (then stored). Kept in ``rt`` until it is loaded."""
     found = rt.rendered.get(key)
     if found is None:
@@ -120,9 +145,9 @@ def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
     return found
 
 
-def fused_kernel(rt, graph, indices: list, group: list, args: tuple, scratch: frozenset = frozenset()) -> tuple:
-    """(Kernel, arg_index) of a fused group: from ``rt``'s cache, or rendered (``rendered_group``) and loaded."""
-    key = _fused_key(graph, indices, group, args, scratch)
+def fused_kernel(rt, key: tuple, group: list, args: tuple) -> tuple:
+    """(Kernel, arg_index) of a fused group (``key``: its ``fused_key``): from ``rt``'s cache, or rendered
+    (``rendered_group``) and loaded."""
     entry = rt.fused.get(key)
     if entry is None:
         rendered, arg_index = rendered_group(rt, key, group, args)
@@ -133,23 +158,23 @@ def fused_kernel(rt, graph, indices: list, group: list, args: tuple, scratch: fr
     return entry
 
 
-def compile_ahead(rt, graph, plan, calls: list, scratch: dict) -> None:
+def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict) -> None:
     """Render every kernel this partition will load and has not loaded yet, and let the backend compile them
     together (Kokkos: one compiler per CPU), so a first flush waits for its slowest compile, not for the sum.
 
     Only a head start: a group whose arguments are still pending Futures is left out, and anything failing
     here is ignored, so the group's own run raises it where it belongs (and names the culprit)."""
     wanted = []
-    for number, indices in enumerate(plan.groups):
+    for number, indices in enumerate(scheduled.plan.groups):
         group = [calls[i] for i in indices]
         if any(c.futures for c in group) or any(rt.failures.blocking(c) for c in group):
             continue
         try:
             if len(group) > 1:
-                args = tuple(a for c in group for a in c.args)
-                key = _fused_key(graph, indices, group, args, scratch.get(number, frozenset()))
+                key = fused_key(scheduled.keys[number], group[0].prepared.backend, names,
+                                scratch.get(number, frozenset()))
                 if key not in rt.fused:
-                    wanted.append(rendered_group(rt, key, group, args)[0])
+                    wanted.append(rendered_group(rt, key, group, tuple(a for c in group for a in c.args))[0])
             elif group[0].prepared.kernel is None:
                 wanted.append(rendered_call(group[0].prepared))
         except KfuseError:
@@ -173,17 +198,20 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     written (or takes its Future) is not run and passes the same failure on (tracer/failures.py).
     """
     start = time.perf_counter()
-    graph, plan, cached = schedule(rt, calls, fuse)
-    record = explain.record(rt, calls, plan, time.perf_counter() - start, cached, fuse)
+    scheduled, how = schedule(rt, calls, fuse)
+    plan = scheduled.plan
+    record = explain.record(rt, calls, plan, time.perf_counter() - start, how, fuse)
     failures = rt.failures
-    scratch = liveness.unreachable(calls, plan.groups) if len(plan.groups) < len(calls) else {}
+    fusing = len(plan.groups) < len(calls)
+    scratch = liveness.unreachable(calls, plan.groups) if fusing else {}
+    names = transforms.enabled() if fusing else frozenset()
     if len(plan.groups) > 1:
-        compile_ahead(rt, graph, plan, calls, scratch)
+        compile_ahead(rt, scheduled, calls, names, scratch)
     for number, indices in enumerate(plan.groups):
         group = [calls[i] for i in indices]
         if len(group) > 1 and not any(failures.blocking(c) for c in group):
             try:
-                _run_fused(rt, graph, indices, group, record, scratch.get(number, frozenset()))
+                _run_fused(rt, scheduled, number, group, names, record, scratch.get(number, frozenset()))
                 continue
             except KfuseError as exc:
                 if is_fault(exc):
@@ -196,9 +224,12 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
             _run_single(index, call, failures, record)
 
 
-def _run_fused(rt, graph, indices: list, group: list, record, scratch: frozenset) -> None:
-    args = tuple(a for c in group for a in c.bound_args())
-    kernel, arg_index = fused_kernel(rt, graph, indices, group, args, scratch)
+def _run_fused(rt, scheduled, number: int, group: list, names: frozenset, record, scratch: frozenset) -> None:
+    indices = scheduled.plan.groups[number]
+    args = tuple([a for c in group for a in c.bound_args()])
+    base = scheduled.keys[number] or group_key(scheduled.graph, indices, group, args)
+    key = fused_key(base, group[0].prepared.backend, names, scratch)
+    kernel, arg_index = fused_kernel(rt, key, group, args)
     results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
     values = [next(results) if c.op == "reduce" else None for c in group]
     record.fused_names.append(kernel.name)

@@ -96,3 +96,26 @@ def test_only_config_reads_the_environment():
 def test_the_graph_sees_imports_inside_functions():
     # kernel_api reaches the backends only from inside a function (pk.printf in the Debug space)
     assert "backends" in part_graph()["kernel_api"]
+
+
+def test_settings_follow_the_environment_as_it_changes(monkeypatch):
+    """Settings are read when asked, from whatever ``os.environ`` says at that moment (parsed values are
+    reused only while the environment's value is the same object)."""
+    from kfuse import config
+
+    monkeypatch.delenv("KFUSE_MAX_TRACE", raising=False)
+    assert config.MAX_TRACE.get() == 4096
+    seen = []
+    for value in ("7", "7", "12", "", " 5"):
+        monkeypatch.setenv("KFUSE_MAX_TRACE", value)
+        seen.append(config.MAX_TRACE.get())
+    monkeypatch.delenv("KFUSE_MAX_TRACE")
+    seen.append(config.MAX_TRACE.get())
+    config.put(config.MAX_TRACE, 3)
+    seen.append(config.MAX_TRACE.get())
+    with config.overridden(config.MAX_TRACE, 9):
+        seen.append(config.MAX_TRACE.get())
+    seen.append(config.MAX_TRACE.get())
+    monkeypatch.delenv("KFUSE_MAX_TRACE")
+    assert seen == [7, 7, 12, 4096, 5, 4096, 3, 9, 3]
+    assert config.FUSION.get() is None and config.TRANSFORMS.get() == config.TRANSFORMS.default

@@ -41,6 +41,7 @@ class Mode:
 EAGER = Mode("eager")
 TRACED = Mode("traced", trace=True)
 FUSED = Mode("fused", trace=True, fuse=True)
+TWICE = Mode("fused, each program twice in a row", trace=True, fuse=True)  # for a case whose steps repeat
 
 
 def modes_for(case: Case) -> list:

@@ -12,7 +12,7 @@ class FlushRecord:
     groups: list
     boundaries: list
     analysis_seconds: float
-    plan_cached: bool
+    how: str  # "replayed" (fuser/replay.py), "cached" (plan found by graph) or "" (planned)
     fused: bool
     fused_names: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # failures and fall-backs met while running the groups
@@ -22,7 +22,7 @@ class FlushRecord:
         n_kernels = len(self.groups)
         head = (f"flush #{self.number}: {len(self.call_names)} call(s) -> {n_kernels} kernel launch(es)"
                 f"{'' if self.fused else ' (fusion off: traced only)'}; analysis "
-                f"{self.analysis_seconds * 1e3:.3f} ms{' (plan cached)' if self.plan_cached else ''}")
+                f"{self.analysis_seconds * 1e3:.3f} ms{_HOW[self.how]}")
         lines = [head]
         reasons = dict(self.boundaries)
         for g, members in enumerate(self.groups):
@@ -38,11 +38,14 @@ class FlushRecord:
         return "\n".join(lines)
 
 
-def record(rt, calls, plan, seconds: float, cached: bool, fused: bool) -> FlushRecord:
+_HOW = {"replayed": " (replayed)", "cached": " (plan cached)", "": ""}
+
+
+def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecord:
     """Keep the account of one flush in ``rt`` (its last few; all of them in ``rt.record_sink`` if set)."""
     rt.flush_count += 1
     rec = FlushRecord(rt.flush_count, [c.prepared.name for c in calls], [list(g) for g in plan.groups],
-                      list(plan.boundaries), seconds, cached, fused)
+                      list(plan.boundaries), seconds, how, fused)
     rt.records.append(rec)
     if rt.record_sink is not None:
         rt.record_sink.append(rec)

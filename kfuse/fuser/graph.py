@@ -69,7 +69,7 @@ class Graph:
         return found
 
 
-def _static(prepared) -> tuple:
+def static(prepared) -> tuple:
     """What a call's node takes from its specialisation alone, worked out once per specialisation:
     (kernel number, name, space, helpers, safety pattern)."""
     found = prepared.__dict__.get("_graph_static")
@@ -91,7 +91,8 @@ def _helpers(source) -> tuple:
     return tuple(sorted((name, _helper_digest(h)) for name, h in source.helpers.items()))
 
 
-def _policy(policy) -> tuple:
+def policy_key(policy) -> tuple:
+    """(kind, bounds) of a policy: what a node takes from it."""
     kind = type(policy).__name__
     if kind == "TeamPolicy":
         return kind, (policy.league_size, policy.team_size)
@@ -106,7 +107,7 @@ def of(calls) -> Graph:
     nodes, patterns = [], []
     for call in calls:
         prepared = call.prepared
-        kernel, kernel_name, space, helpers, pattern = _static(prepared)
+        kernel, kernel_name, space, helpers, pattern = static(prepared)
         views, offsets = [], []
         for (param, t), value in zip(prepared.spec.params, call.args):
             if t.is_view:
@@ -119,7 +120,7 @@ def of(calls) -> Graph:
             elif param in pattern.offset_params:
                 offsets.append((param, None if value is None else int(value)))
         producers = tuple(position.get(id(f.call), -1) if f.call is not None else -1 for _, f in call.futures)
-        kind, bounds = _policy(call.policy)
+        kind, bounds = policy_key(call.policy)
         nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers))
         patterns.append(pattern)
     return Graph(tuple(nodes), _overlapping(extents), tuple(patterns))

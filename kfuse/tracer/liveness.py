@@ -33,25 +33,22 @@ _HELD_BY_LIST = _count([object()], 0)  # what _count gives for an object only on
 
 
 def _views_of(calls: list) -> tuple:
-    """(distinct Views among the calls' arguments, references to each from the argument tuples by id, and per
-    call its ((argument position, index into the Views), ...)). Only numbers are kept besides the one list."""
-    views, held, index, per_call, tuples = [], {}, {}, [], set()
-    for call in calls:
-        args, found = call.args, []
-        shared = id(args) in tuples  # a tuple two calls share refers to its Views once
-        tuples.add(id(args))
-        for position, _ in call.prepared.view_params:
-            key = id(args[position])
-            if args[position]._array is None:  # GPU memory the caller owns: not countable, never scratch
-                continue
-            if key not in index:
-                index[key] = len(views)
-                views.append(args[position])
-            if not shared:
-                held[key] = held.get(key, 0) + 1
-            found.append((position, index[key]))
-        per_call.append(found)
-    return views, held, per_call
+    """(distinct Views among the calls' arguments, in order of first use, and the references to each from the
+    argument tuples by id; a tuple two calls share refers to its Views once). Only the one list holds them."""
+    flat = [call.args[position] for call in calls for position, _ in call.prepared.view_params]
+    firsts = {id(call.args): call for call in reversed(calls)}  # the first call with each argument tuple
+    held = Counter(map(id, flat)) if len(firsts) == len(calls) else \
+        Counter(id(call.args[position]) for call in firsts.values() for position, _ in call.prepared.view_params)
+    views = [view for view in {id(view): view for view in flat}.values() if view._array is not None]
+    del flat  # GPU memory the caller owns (no ``_array``) is not countable, never scratch
+    return views, held
+
+
+def _per_call(calls: list, views: list) -> list:
+    """Per call, its ((argument position, index into ``views``), ...)."""
+    index = {id(view): n for n, view in enumerate(views)}
+    return [[(position, index[id(call.args[position])]) for position, _ in call.prepared.view_params
+             if id(call.args[position]) in index] for call in calls]
 
 
 def _owners(views: list) -> tuple:
@@ -87,17 +84,20 @@ def unreachable(calls: list, groups: list) -> dict:
     nothing outside ``calls`` refers to and no later group takes: {group number: frozenset of positions}.
     Counted once, before any group runs (running a group adds no lasting reference); the caller must hold no
     View or array of the partition in a variable of its own."""
-    views, held, per_call = _views_of(calls)
+    views, held = _views_of(calls)
     if not views:
         return {}
     arrays, expected, owner, live = _owners(views)
     roots = [owner[id(v)] for v in views]
     for i in range(len(views)):
-        if _count(views, i) - _HELD_BY_LIST != held.get(id(views[i]), 0):
+        if _count(views, i) - _HELD_BY_LIST != held[id(views[i])]:
             live.add(roots[i])
     for i in range(len(arrays)):
         if _count(arrays, i) - _HELD_BY_LIST != expected[id(arrays[i])]:
             live.add(owner[id(arrays[i])])
+    if live.issuperset(roots):
+        return {}  # the program holds every View (a time-step loop's state): nothing is scratch
+    per_call = _per_call(calls, views)
     last_use = {}
     for number, members in enumerate(groups):
         for i in members:

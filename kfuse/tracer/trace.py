@@ -10,37 +10,48 @@ call still has to read pulls that reader in). Everything else stays pending.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 
 class Ranges:
     """A set of byte ranges kept as sorted, disjoint, merged intervals, so testing an access against
-    everything a walk has collected costs a binary search, not a scan (a long chain stays linear)."""
+    everything a walk has collected costs a binary search, not a scan (a long chain stays linear). A range
+    ``add_all`` meets again once it is in the set is also kept as given (``exact``): a loop's calls touch the
+    same Views again and again, and such a range then costs a set lookup."""
 
-    __slots__ = ("starts", "ends")
+    __slots__ = ("starts", "ends", "exact")
 
     def __init__(self):
         self.starts: list = []
         self.ends: list = []
+        self.exact: set = set()  # non-empty ranges, as (lo, hi), that add_all found already in the set
 
-    def add(self, lo: int, hi: int) -> None:
+    def add(self, lo: int, hi: int) -> bool:
+        """Add [lo, hi); whether it was in the set already."""
         if lo >= hi:  # an empty View touches no memory
-            return
+            return False
         starts, ends = self.starts, self.ends
         i = bisect_left(ends, lo)  # first interval ending at or after lo: it touches or follows [lo, hi)
+        if i < len(starts) and starts[i] <= lo and hi <= ends[i]:
+            return True
         j = bisect_right(starts, hi)  # intervals i..j-1 touch [lo, hi): merge them all into one
         if i < j:
             lo = min(lo, starts[i])
             hi = max(hi, ends[j - 1])
         starts[i:j] = [lo]
         ends[i:j] = [hi]
+        return False
 
     def add_all(self, ranges) -> None:
-        for lo, hi in ranges:
-            self.add(lo, hi)
+        exact = self.exact
+        for bounds in ranges:
+            if not (exact and bounds in exact) and self.add(*bounds):
+                exact.add(bounds)
 
     def hits(self, ranges) -> bool:
         """Whether any of ``ranges`` shares a byte with the set."""
+        exact = self.exact
+        if exact and not exact.isdisjoint(ranges):
+            return True
         starts, ends = self.starts, self.ends
         for lo, hi in ranges:
             if lo < hi:
@@ -50,28 +61,22 @@ class Ranges:
         return False
 
 
-@dataclass(eq=False)
 class Entry:
     """A call in the trace with its memory footprint."""
 
-    call: object  # calls.KernelCall
-    reads: tuple  # ((lo, hi), ...)
-    writes: tuple
+    __slots__ = ("call", "reads", "writes")
+
+    def __init__(self, call, reads: tuple, writes: tuple):
+        self.call = call  # calls.KernelCall
+        self.reads = reads  # ((lo, hi), ...)
+        self.writes = writes
 
 
 def footprint(call) -> tuple:
     """(reads, writes): the byte ranges of the Views ``call`` reads and writes, from its access summary."""
-    access = call.prepared.access
-    reads, writes = [], []
-    for (name, t), arg in zip(call.prepared.spec.params, call.args):
-        if not t.is_view:
-            continue
-        pa = access[name]
-        if pa.read:
-            reads.append(arg.bounds)
-        if pa.write:
-            writes.append(arg.bounds)
-    return tuple(reads), tuple(writes)
+    reads, writes = call.prepared.view_positions
+    args = call.args
+    return tuple([args[i].bounds for i in reads]), tuple([args[i].bounds for i in writes])
 
 
 class Trace:
@@ -82,7 +87,9 @@ class Trace:
         return len(self.entries)
 
     def append(self, call) -> Entry:
-        entry = Entry(call, *footprint(call))
+        reads, writes = call.prepared.view_positions  # footprint(call), without a call on every kernel call
+        args = call.args
+        entry = Entry(call, tuple([args[i].bounds for i in reads]), tuple([args[i].bounds for i in writes]))
         self.entries.append(entry)
         return entry
 
@@ -98,15 +105,14 @@ class Trace:
             if write:
                 need_writes.add(*bounds)
         picked = []
+        reads_hit, writes_hit = need_reads.hits, need_writes.hits
         for entry in reversed(self.entries):
-            call = entry.call
-            take = id(call) in needed_ids or need_reads.hits(entry.writes) or need_writes.hits(entry.writes) \
-                or need_writes.hits(entry.reads)
-            if not take:
+            call, writes = entry.call, entry.writes
+            if not (id(call) in needed_ids or reads_hit(writes) or writes_hit(writes) or writes_hit(entry.reads)):
                 continue
             picked.append(entry)
             need_reads.add_all(entry.reads)
-            need_writes.add_all(entry.writes)
+            need_writes.add_all(writes)
             for _, fut in call.futures:
                 if fut.call is not None:
                     needed_ids.add(id(fut.call))
