@@ -100,3 +100,55 @@ def test_range_set_matches_brute_force(added, probes):
     for probe in probes:
         assert ranges.hits([probe]) == any(b in covered for b in range(*probe))
     assert ranges.hits(probes) == any(b in covered for p in probes for b in range(*p))
+
+
+def _reference_partition(entries, bounds, write, calls):
+    """The dependency walk written plainly: byte sets, every entry looked at."""
+    need_reads = set(range(*bounds)) if bounds else set()
+    need_writes = set(range(*bounds)) if bounds and write else set()
+    needed, picked = {id(c) for c in calls}, []
+    for entry in reversed(entries):
+        reads = {b for lo, hi in entry.reads for b in range(lo, hi)}
+        writes = {b for lo, hi in entry.writes for b in range(lo, hi)}
+        if id(entry.call) in needed or writes & need_reads or writes & need_writes or reads & need_writes:
+            picked.append(entry)
+            need_reads |= reads
+            need_writes |= writes
+    return picked[::-1]
+
+
+_footprint = st.lists(_range, max_size=2)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(steps=st.lists(st.one_of(
+    st.tuples(st.just("call"), _footprint, _footprint),  # a call: its reads, its writes
+    st.tuples(st.just("host"), _range, st.booleans()),  # a host access: its bytes, write?
+    st.tuples(st.just("at_once"), _footprint, _footprint)), max_size=14))  # a call that runs as soon as logged
+def test_the_walk_with_its_shortcuts_matches_a_plain_walk(steps):
+    """Host accesses and calls run at once (escaped memory) take shortcuts when nothing pending is involved
+    (trace.Trace._alone) and drop entries as a flush does; every answer must be the plain walk's."""
+    from types import SimpleNamespace
+
+    from kfuse.tracer.trace import Entry, Trace
+
+    trace = Trace()
+
+    def log(reads, writes):
+        call = SimpleNamespace(futures=())
+        entry = Entry(call, tuple(reads), tuple(writes), next(trace._arrivals))
+        trace.entries.append(entry)
+        return call
+
+    for step in steps:
+        if step[0] == "host":
+            expected = _reference_partition(list(trace.entries), step[1], step[2], ())
+            got = trace.partition_for(step[1], step[2])
+        else:
+            call = log(step[1], step[2])
+            if step[0] == "call":
+                continue
+            expected = _reference_partition(list(trace.entries), None, False, (call,))
+            got = trace.partition_for(None, False, (call,))
+        assert [id(e) for e in got] == [id(e) for e in expected]
+        trace.remove(got)

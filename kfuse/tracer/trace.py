@@ -9,6 +9,7 @@ call still has to read pulls that reader in). Everything else stays pending.
 """
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left, bisect_right
 
 
@@ -64,12 +65,13 @@ class Ranges:
 class Entry:
     """A call in the trace with its memory footprint."""
 
-    __slots__ = ("call", "reads", "writes")
+    __slots__ = ("call", "reads", "writes", "number")
 
-    def __init__(self, call, reads: tuple, writes: tuple):
+    def __init__(self, call, reads: tuple, writes: tuple, number: int = 0):
         self.call = call  # calls.KernelCall
         self.reads = reads  # ((lo, hi), ...)
         self.writes = writes
+        self.number = number  # order of arrival in the trace
 
 
 def footprint(call) -> tuple:
@@ -82,6 +84,14 @@ def footprint(call) -> tuple:
 class Trace:
     def __init__(self):
         self.entries: list[Entry] = []
+        # The bytes the first ``_counted`` pending calls write, and those they read or write: made when a walk
+        # asks, extended as calls are appended, dropped when entries leave. A host access (or a call that must
+        # run at once) touching none of them needs no walk: a loop of statements that each read an input's
+        # element on the host, or each run at once on escaped memory, walked the whole trace every time.
+        self._written: Ranges | None = None
+        self._touched: Ranges | None = None
+        self._counted = 0
+        self._arrivals = itertools.count()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -89,15 +99,46 @@ class Trace:
     def append(self, call) -> Entry:
         reads, writes = call.prepared.view_positions  # footprint(call), without a call on every kernel call
         args = call.args
-        entry = Entry(call, tuple([args[i].bounds for i in reads]), tuple([args[i].bounds for i in writes]))
+        entry = Entry(call, tuple([args[i].bounds for i in reads]), tuple([args[i].bounds for i in writes]),
+                      next(self._arrivals))
         self.entries.append(entry)
         return entry
+
+    def _footprints(self, upto: int) -> tuple:
+        """(bytes written, bytes read or written) by the first ``upto`` entries."""
+        if self._written is None or self._counted > upto:
+            self._written, self._touched, self._counted = Ranges(), Ranges(), 0
+        written, touched = self._written, self._touched
+        for entry in self.entries[self._counted:upto]:
+            written.add_all(entry.writes)
+            touched.add_all(entry.writes)
+            touched.add_all(entry.reads)
+        self._counted = upto
+        return written, touched
+
+    def _alone(self, bounds: tuple | None, write: bool, calls: tuple) -> list | None:
+        """The walk's answer where it is plain without walking: [] for a host access to bytes no pending call
+        writes (or, for a write, touches); [the call] for the newest call alone when nothing before it writes
+        what it reads or touches what it writes. None otherwise."""
+        if not calls and bounds is not None:
+            written, touched = self._footprints(len(self.entries))
+            return [] if not (touched if write else written).hits((bounds,)) else None
+        if bounds is None and len(calls) == 1 and self.entries and self.entries[-1].call is calls[0] \
+                and not calls[0].futures:
+            last = self.entries[-1]
+            written, touched = self._footprints(len(self.entries) - 1)
+            if not written.hits(last.reads) and not touched.hits(last.writes):
+                return [last]
+        return None
 
     def partition_for(self, bounds: tuple | None, write: bool, calls: tuple = ()) -> list[Entry]:
         """Entries that must run, in trace order, before the host reads (or writes) ``bounds``.
 
         ``calls``: calls that must run regardless (e.g. the producer of a Future being read).
         """
+        found = self._alone(bounds, write, calls)
+        if found is not None:
+            return found
         needed_ids = {id(c) for c in calls}
         need_reads, need_writes = Ranges(), Ranges()  # what the picked calls (and the host) read / write
         if bounds is not None:
@@ -121,4 +162,11 @@ class Trace:
 
     def remove(self, entries: list[Entry]) -> None:
         gone = {id(e) for e in entries}
-        self.entries = [e for e in self.entries if id(e) not in gone]
+        counted = self.entries[self._counted - 1].number if self._counted else -1
+        if len(entries) == 1 and self.entries and self.entries[-1] is entries[0]:
+            self.entries.pop()  # a call that ran at once: no pass over the trace
+        else:
+            self.entries = [e for e in self.entries if id(e) not in gone]
+        if any(e.number <= counted for e in entries):  # the footprints no longer describe the first entries
+            self._written = self._touched = None
+            self._counted = 0
