@@ -72,7 +72,7 @@ def logging_cost(calls: int, repeats: int) -> tuple:
     pk.enable_fusion(trace_only=True)
     pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)
     call = tracer.trace.entries[0].call
-    tracer.trace.entries.clear()  # timed traces are dropped without running: only logging is timed
+    tracer.trace.clear()  # timed traces are dropped without running: only logging is timed
     results = []
     for fn in (traced, log_only):
         times = []
@@ -80,7 +80,7 @@ def logging_cost(calls: int, repeats: int) -> tuple:
             t0 = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t0)
-            tracer.trace.entries.clear()
+            tracer.trace.clear()
         results.append(statistics.median(times) / calls * 1e6)
     pk.disable_fusion()
     return results[0], results[1], median_time(eager, repeats) / calls * 1e6
@@ -98,7 +98,7 @@ def walk_cost(n: int, repeats: int) -> tuple:
     unrelated = median_time(lambda: trace.partition_for(other.bounds, False), repeats)
     needed = median_time(lambda: trace.partition_for(views[n].bounds, False), repeats)
     assert len(trace.partition_for(views[n].bounds, False)) == n
-    trace.entries.clear()
+    trace.clear()
     pk.disable_fusion()
     return unrelated * 1e6, needed * 1e6
 

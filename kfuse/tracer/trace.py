@@ -90,7 +90,7 @@ class Trace:
         # element on the host, or each run at once on escaped memory, walked the whole trace every time.
         self._written: Ranges | None = None
         self._touched: Ranges | None = None
-        self._counted = 0
+        self._counted, self._last = 0, -1  # entries counted, and the arrival number of the last of them
         self._arrivals = itertools.count()
 
     def __len__(self) -> int:
@@ -106,7 +106,8 @@ class Trace:
 
     def _footprints(self, upto: int) -> tuple:
         """(bytes written, bytes read or written) by the first ``upto`` entries."""
-        if self._written is None or self._counted > upto:
+        counted = self._counted
+        if self._written is None or counted > upto or counted and self.entries[counted - 1].number != self._last:
             self._written, self._touched, self._counted = Ranges(), Ranges(), 0
         written, touched = self._written, self._touched
         for entry in self.entries[self._counted:upto]:
@@ -114,6 +115,7 @@ class Trace:
             touched.add_all(entry.writes)
             touched.add_all(entry.reads)
         self._counted = upto
+        self._last = self.entries[upto - 1].number if upto else -1
         return written, touched
 
     def _alone(self, bounds: tuple | None, write: bool, calls: tuple) -> list | None:
@@ -162,11 +164,16 @@ class Trace:
 
     def remove(self, entries: list[Entry]) -> None:
         gone = {id(e) for e in entries}
-        counted = self.entries[self._counted - 1].number if self._counted else -1
         if len(entries) == 1 and self.entries and self.entries[-1] is entries[0]:
             self.entries.pop()  # a call that ran at once: no pass over the trace
         else:
             self.entries = [e for e in self.entries if id(e) not in gone]
-        if any(e.number <= counted for e in entries):  # the footprints no longer describe the first entries
+        if any(e.number <= self._last for e in entries):  # the footprints no longer describe the first entries
             self._written = self._touched = None
-            self._counted = 0
+            self._counted, self._last = 0, -1
+
+    def clear(self) -> None:
+        """Forget every entry without running it (benchmarks of the logging path)."""
+        self.entries = []
+        self._written = self._touched = None
+        self._counted, self._last = 0, -1
