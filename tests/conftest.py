@@ -26,8 +26,12 @@ def kfuse_runtime(request, monkeypatch):
 
     for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS"):
         monkeypatch.delenv(name, raising=False)
+    from kfuse import spaces
+
     marker = request.node.get_closest_marker("backend")
     with context.installed(engine.Runtime(backend=backends.named(marker.args[0] if marker else "kokkos"))) as runtime:
+        if marker and spaces.on_device(runtime.default_space.value):  # KFUSE_DEFAULT_SPACE=Cuda on a GPU machine:
+            runtime.default_space = spaces.ExecutionSpace.OpenMP  # the python and null backends run on the host
         yield runtime
 
 

@@ -92,23 +92,49 @@ def test_a_pool_of_zero_bytes_allocates_plain_memory(monkeypatch):
     assert result._array.base is None  # its own allocation, not a slab's view
 
 
-def test_a_reused_slab_forgets_what_its_gpu_mirror_held(monkeypatch):
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """A stand-in for the CUDA library behind runtime/device.py: records host-to-device copies. Kernels run on the
+    host; only the mirror bookkeeping is exercised."""
     from kfuse.runtime import device
+
+    copies = []
 
     class FakeCuda:
         def kfuse_device_malloc(self, nbytes):
             return 1 << 40
 
         def kfuse_copy_to_device(self, dst, src, nbytes):
-            pass
+            copies.append(nbytes)
 
     monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
     monkeypatch.setattr(device, "_mirrors", {})
-    pk.set_default_space(pk.OpenMP)  # the kernels run on the host; only the mirror bookkeeping is exercised
+    pk.set_default_space(pk.OpenMP)
+    return copies
+
+
+def test_a_reused_slab_forgets_what_its_gpu_mirror_held(fake_cuda):
+    from kfuse.runtime import device
+
     first = pk.exp(pk.array(data()))
     device.device_pointer(first, writes=True)  # a GPU kernel wrote it: the device copy is newer
     address = first.ptr
     del first
-    again = pk.exp(pk.array(data()))
+    again = pk.exp(pk.array(data()))  # a host kernel's result in the same slab
     assert again.ptr == address
     assert device._mirrors[address].state == device.HOST  # the old device contents are not the new result's
+
+
+def test_a_reused_slab_for_a_gpu_result_is_not_copied_to_the_gpu(fake_cuda):
+    from kfuse.ops._common import new_view
+    from kfuse.runtime import device
+
+    first = pk.exp(pk.array(data()))
+    device.device_pointer(first, writes=False)  # the host's values go over once
+    address = first.ptr
+    del first
+    pk.set_default_space(pk.Cuda)
+    again = new_view((N,), np.float64)  # a result a GPU kernel writes first
+    assert again.ptr == address and fake_cuda == [N * 8]
+    device.device_pointer(again, writes=True)
+    assert fake_cuda == [N * 8]  # nothing copied for it

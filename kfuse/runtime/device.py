@@ -42,8 +42,10 @@ _undefined: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id 
 
 
 def undefined(array: np.ndarray) -> None:
-    """``array`` (a new allocation) holds no values yet; its first writer is a GPU kernel (kfuse/ops)."""
-    _undefined[id(array)] = array
+    """``array``'s memory (a new allocation, or a slab kfuse/buffers.py hands out again) holds no values yet;
+    its first writer is a GPU kernel (kfuse/ops). Mirrors are per memory owner, so the owner is registered."""
+    root = _root(array)
+    _undefined[id(root)] = root
 
 
 def _root(array: np.ndarray) -> np.ndarray:
