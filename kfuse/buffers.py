@@ -13,6 +13,7 @@ handed out again is new memory to everyone else: the GPU mirror of the old conte
 """
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -22,6 +23,7 @@ from . import config
 MIN_BYTES = 1 << 16  # smaller results come from malloc's own free lists, already warm
 
 _slabs: dict = {}  # nbytes -> [slab, ...]
+_ids: set = set()  # id() of every slab (each alive while listed)
 _held = 0  # bytes of all slabs
 
 
@@ -37,7 +39,7 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
     while the pool has room)."""
     global _held
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
     slabs = _slabs.get(nbytes)
@@ -52,13 +54,14 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
         return np.empty(shape, dtype)
     slab = np.empty(nbytes, np.uint8)
     _slabs.setdefault(nbytes, []).append(slab)
+    _ids.add(id(slab))
     _held += nbytes
     return slab.view(dtype).reshape(shape)
 
 
 def holds(array: np.ndarray) -> bool:
     """Whether ``array`` is one of the pool's slabs (the pool's reference is then one of its references)."""
-    return any(s is array for s in _slabs.get(array.nbytes, ()))
+    return id(array) in _ids and any(s is array for s in _slabs[array.nbytes])
 
 
 def release() -> int:
@@ -67,6 +70,8 @@ def release() -> int:
     freed = 0
     for nbytes, slabs in list(_slabs.items()):
         keep = [slabs[i] for i in range(len(slabs)) if _count(slabs, i) != _ONLY_POOL]
+        _ids.difference_update(id(s) for s in slabs)
+        _ids.update(id(s) for s in keep)
         freed += nbytes * (len(slabs) - len(keep))
         if keep:
             _slabs[nbytes] = keep
