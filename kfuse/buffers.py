@@ -24,6 +24,8 @@ MIN_BYTES = 1 << 16  # smaller results come from malloc's own free lists, alread
 
 _slabs: dict = {}  # nbytes -> [slab, ...]
 _ids: set = set()  # id() of every slab (each alive while listed)
+_cursor: dict = {}  # nbytes -> where the next look for a free slab starts (slabs are freed oldest first)
+_PROBES = 8
 _held = 0  # bytes of all slabs
 
 
@@ -39,17 +41,22 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
     while the pool has room)."""
     global _held
     dtype = np.dtype(dtype)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
     slabs = _slabs.get(nbytes)
     if slabs is not None:
-        for i in range(len(slabs)):
+        start = _cursor.get(nbytes, 0)
+        for step in range(min(len(slabs), _PROBES)):  # a long trace holds many: look at a few, round the list
+            i = (start + step) % len(slabs)
             if _count(slabs, i) == _ONLY_POOL:
                 from .runtime import device
 
+                _cursor[nbytes] = i + 1
                 device.forget(slabs[i])
                 return slabs[i].view(dtype).reshape(shape)
+        _cursor[nbytes] = start + _PROBES
     if _held + nbytes > config.POOL_BYTES.get():
         return np.empty(shape, dtype)
     slab = np.empty(nbytes, np.uint8)
@@ -61,7 +68,7 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
 
 def holds(array: np.ndarray) -> bool:
     """Whether ``array`` is one of the pool's slabs (the pool's reference is then one of its references)."""
-    return id(array) in _ids and any(s is array for s in _slabs[array.nbytes])
+    return id(array) in _ids  # a listed slab is alive, so no other object has its id
 
 
 def release() -> int:
