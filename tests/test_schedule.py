@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import kfuse as pk
 from kfuse import context
@@ -188,7 +189,7 @@ def test_the_graph_of_calls_numbers_storages_by_first_use():
     kernels = [n.kernel for n in graph.nodes]
     assert kernels[0] == kernels[1] != kernels[2]  # one specialisation, one number; another kernel, another
     assert [n.views for n in graph.nodes][:2] == [(("x", 0), ("y", 1)), (("x", 1), ("y", 2))]
-    assert graph.overlaps == {(0, 0), (1, 1), (2, 2), (0, 2)}  # the subview shares x's bytes
+    assert graph.overlap_pairs() == {(0, 0), (1, 1), (2, 2), (0, 2)}  # the subview shares x's bytes
     assert graph.pattern_of([1]) == ((0, 1), ())
 
 
@@ -202,3 +203,27 @@ def test_schedules_need_no_compiler_and_no_data(monkeypatch):
     got, _, launches = flush()
     assert got == [[0]] and len(launches) == 1
     np.testing.assert_array_equal(np.asarray(y), np.zeros(N))  # ran nothing: y is as it was made
+
+
+_bounds = st.tuples(st.integers(0, 80), st.integers(0, 16)).map(lambda t: (t[0], t[0] + t[1]))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(memory=st.lists(_bounds, max_size=12), shift=st.integers(1, 1000))
+def test_a_graph_overlap_is_the_byte_ranges_intersecting_wherever_the_arrays_lie(memory, shift):
+    """graph._ranks keeps exactly which storages share bytes, and nothing of the addresses: the same layout moved,
+    or with an unrelated cluster moved past the others, gives an equal graph (so the plan cache hits)."""
+    from kfuse.fuser.graph import _ranks
+
+    graph = Graph((), extents=_ranks(memory))
+    for a, (lo, hi) in enumerate(memory):
+        for b, (lo2, hi2) in enumerate(memory):
+            assert graph.overlap(a, b) == (lo < hi2 and lo2 < hi and lo < hi and lo2 < hi2)
+    assert _ranks([(lo + shift, hi + shift) for lo, hi in memory]) == graph.extents
+
+
+def test_unrelated_arrays_in_either_order_in_memory_give_equal_graphs():
+    from kfuse.fuser.graph import _ranks
+
+    assert _ranks([(0, 8), (100, 108), (104, 120)]) == _ranks([(200, 208), (0, 8), (4, 20)])
+    assert _ranks([(0, 8), (4, 12)]) != _ranks([(0, 8), (8, 12)])  # overlapping or merely adjacent: not equal

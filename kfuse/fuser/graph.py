@@ -3,8 +3,8 @@
 Each call becomes a ``Node``: its kernel (a process-unique number and the safety analysis of its
 specialisation), its policy, which storage each View argument is, the values of the scalars the analysis
 depends on, and which earlier calls' Futures it takes. Storages are numbered in order of first use
-(Views with the same pointer, extents, strides and element type are one storage), and ``overlaps`` lists
-the pairs of distinct storages whose bytes intersect. Nothing in a graph refers to memory addresses, so an
+(Views with the same pointer, extents, strides and element type are one storage), and which storages'
+bytes intersect (``Graph.overlap``). Nothing in a graph refers to memory addresses, so an
 equal graph means an equal plan: the graph itself is the plan cache's key, and tests can write graphs by
 hand (tests/test_schedule.py) without Views, compilers or kernels.
 """
@@ -14,7 +14,6 @@ import ast
 import hashlib
 import itertools
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import NamedTuple
 
 from ..views import storage_key
@@ -40,33 +39,37 @@ class Node(NamedTuple):
 @dataclass(frozen=True)
 class Graph:
     nodes: tuple
-    overlaps: frozenset = frozenset()  # {(storage a, storage b), a <= b}: storages sharing bytes ((a, a): not empty)
+    # Which storages share bytes, in one of two forms. ``overlaps`` (graphs written by hand in tests): the pairs
+    # {(a, b), a <= b} ((a, a): not empty). ``extents`` (graphs of calls): per storage, its cluster of chained
+    # byte ranges and the ranks of its first and past-the-end byte there (``_ranks``), so any pair's overlap follows
+    # and the graph stays linear in size when every storage overlaps every other (subviews of one array).
+    overlaps: frozenset = frozenset()
     # each node's safety analysis (fuser/safety.py); a function of its kernel number, so not part of the key
     patterns: tuple = field(default=(), compare=False, repr=False)
+    extents: tuple = ()
 
     def overlap(self, a: int, b: int) -> bool:
+        if self.extents:
+            (ca, lo, hi), (cb, lo2, hi2) = self.extents[a], self.extents[b]
+            return ca == cb and lo < hi2 and lo2 < hi
         return (min(a, b), max(a, b)) in self.overlaps
+
+    def overlap_pairs(self) -> frozenset:
+        """The pairs form of the overlaps, whichever form the graph holds (for tests and inspection)."""
+        if not self.extents:
+            return self.overlaps
+        n = len(self.extents)
+        return frozenset((a, b) for a in range(n) for b in range(a, n) if self.overlap(a, b))
 
     def pattern_of(self, indices) -> tuple:
         """The aliasing of the calls ``indices`` alone, numbered afresh (a fused kernel depends on it):
         (storage of each View argument in order, overlapping pairs among them)."""
         numbers: dict = {}
         storages = tuple(numbers.setdefault(s, len(numbers)) for i in indices for _, s in self.nodes[i].views)
-        neighbours = self._neighbours
-        pairs = {(min(numbers[a], numbers[b]), max(numbers[a], numbers[b]))
-                 for a in numbers for b in neighbours.get(a, ()) if b in numbers}
+        present = list(numbers)
+        pairs = tuple((numbers[a], numbers[b]) for i, a in enumerate(present) for b in present[i + 1:]
+                      if self.overlap(a, b))
         return storages, tuple(sorted(pairs))
-
-    @cached_property
-    def _neighbours(self) -> dict:
-        """Storage -> the other storages it overlaps: a group's pairs without a pass over the whole partition's
-        (subviews of one array all overlap: thousands of pairs in a loop of slice statements)."""
-        found: dict = {}
-        for a, b in self.overlaps:
-            if a != b:
-                found.setdefault(a, []).append(b)
-                found.setdefault(b, []).append(a)
-        return found
 
 
 def static(prepared) -> tuple:
@@ -102,7 +105,7 @@ def policy_key(policy) -> tuple:
 def of(calls) -> Graph:
     """The graph of ``calls`` (a partition, in trace order)."""
     storages: dict = {}
-    extents = []
+    memory = []  # per storage, in numbering order: its byte bounds
     position = {id(c): i for i, c in enumerate(calls)}
     nodes, patterns = [], []
     for call in calls:
@@ -115,7 +118,7 @@ def of(calls) -> Graph:
                 storage = storages.get(key)
                 if storage is None:
                     storage = storages[key] = len(storages)
-                    extents.append((value.bounds, storage))
+                    memory.append(value.bounds)
                 views.append((param, storage))
             elif param in pattern.offset_params:
                 offsets.append((param, None if value is None else int(value)))
@@ -123,17 +126,26 @@ def of(calls) -> Graph:
         kind, bounds = policy_key(call.policy)
         nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers))
         patterns.append(pattern)
-    return Graph(tuple(nodes), _overlapping(extents), tuple(patterns))
+    return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory))
 
 
-def _overlapping(extents: list) -> frozenset:
-    """Pairs of storages whose byte ranges intersect (a sweep over ranges sorted by start)."""
-    extents.sort()
-    pairs = {(a, a) for (lo, hi), a in extents if lo < hi}
-    for i, ((lo, hi), a) in enumerate(extents):
-        for (lo2, hi2), b in extents[i + 1:]:
-            if lo2 >= hi:
-                break
-            if lo < hi2 and lo2 < hi:
-                pairs.add((min(a, b), max(a, b)))
-    return frozenset(pairs)
+def _ranks(memory: list) -> tuple:
+    """Each storage's byte bounds as (cluster, rank of lo, rank of hi): a cluster is a run of storages whose bounds
+    chain into each other (numbered by its first storage), ranks count among the cluster's own bounds. Storages
+    of different clusters never overlap, and within one the order of bounds decides every overlap, so the
+    overlaps are kept while addresses, and the order of unrelated arrays in memory, are not."""
+    order = sorted((lo, hi, s) for s, (lo, hi) in enumerate(memory) if lo < hi)
+    cluster_of, clusters, reach = {}, [], None
+    for lo, hi, s in order:
+        if reach is None or lo >= reach:
+            clusters.append([])
+            reach = hi
+        reach = max(reach, hi)
+        clusters[-1].append(s)
+        cluster_of[s] = len(clusters) - 1
+    firsts = {c: min(members) for c, members in enumerate(clusters)}
+    local = {}
+    for members in clusters:
+        rank = {b: r for r, b in enumerate(sorted({b for s in members for b in memory[s]}))}
+        local.update({s: (rank[memory[s][0]], rank[memory[s][1]]) for s in members})
+    return tuple((firsts[cluster_of[s]], *local[s]) if s in local else (s, 0, 0) for s in range(len(memory)))

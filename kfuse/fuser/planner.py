@@ -60,17 +60,12 @@ def _signature(node: Node) -> tuple:
 
 
 class _Checker:
-    """What one plan's checks share: pairwise safety proved once per pair of distinct signatures, which
-    storages overlap which, and what each call touches and writes."""
+    """What one plan's checks share: pairwise safety proved once per pair of distinct signatures, and what each
+    call touches and writes."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
         self.memo: dict = {}
-        self.near: dict = {}  # storage -> the storages sharing a byte with it (itself included unless empty)
-        for a, b in graph.overlaps:
-            self.near.setdefault(a, []).append(b)
-            if a != b:
-                self.near.setdefault(b, []).append(a)
 
     def pair(self, first: int, second: int) -> Reason | None:
         nodes = self.graph.nodes
@@ -132,11 +127,12 @@ class _Group:
         if found is None or self.whole:
             return self.distinct.values()
         touched, written = found
-        near, picked = self.checker.near, set()
+        overlap, picked = self.checker.graph.overlap, set()
         for s in touched:
             table = self.touching if s in written else self.writing
-            for t in near.get(s, ()):
-                picked.update(table.get(t, ()))
+            for t, representatives in table.items():  # the group's storages: a few, however many the partition has
+                if overlap(s, t):
+                    picked.update(representatives)
         for name, digest in self.checker.graph.nodes[index].helpers:
             for other, rep in self.helpers.get(name, {}).items():
                 if other != digest:
