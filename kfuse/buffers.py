@@ -36,27 +36,39 @@ def _count(slabs: list, i: int) -> int:
 _ONLY_POOL = _count([np.empty(1, np.uint8)], 0)  # what _count gives for a slab nothing else refers to
 
 
-def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+def _free_slab(nbytes: int):
+    """A slab of ``nbytes`` nothing else refers to, or None (a few looked at, from where the last look ended)."""
+    slabs = _slabs.get(nbytes)
+    if slabs is None:
+        return None
+    start = _cursor.get(nbytes, 0)
+    for step in range(min(len(slabs), _PROBES)):  # a long trace holds many: look at a few, round the list
+        i = (start + step) % len(slabs)
+        if _count(slabs, i) == _ONLY_POOL:
+            from .runtime import device
+
+            _cursor[nbytes] = i + 1
+            device.forget(slabs[i])
+            return slabs[i]
+    _cursor[nbytes] = start + _PROBES
+    return None
+
+
+def empty(shape: tuple, dtype: np.dtype, make_room=None) -> np.ndarray:
     """An uninitialised C-contiguous array: a free slab of its size if there is one, else new memory (pooled
-    while the pool has room)."""
+    while the pool has room). With the pool full, ``make_room()`` (run the pending kernels, whose intermediates
+    then give their slabs back) is asked once before fresh memory is taken."""
     global _held
     dtype = np.dtype(dtype)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
-    slabs = _slabs.get(nbytes)
-    if slabs is not None:
-        start = _cursor.get(nbytes, 0)
-        for step in range(min(len(slabs), _PROBES)):  # a long trace holds many: look at a few, round the list
-            i = (start + step) % len(slabs)
-            if _count(slabs, i) == _ONLY_POOL:
-                from .runtime import device
-
-                _cursor[nbytes] = i + 1
-                device.forget(slabs[i])
-                return slabs[i].view(dtype).reshape(shape)
-        _cursor[nbytes] = start + _PROBES
+    slab = _free_slab(nbytes)
+    if slab is None and _held + nbytes > config.POOL_BYTES.get() and make_room is not None and make_room():
+        slab = _free_slab(nbytes)
+    if slab is not None:
+        return slab.view(dtype).reshape(shape)
     if _held + nbytes > config.POOL_BYTES.get():
         return np.empty(shape, dtype)
     slab = np.empty(nbytes, np.uint8)

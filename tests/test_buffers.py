@@ -144,3 +144,19 @@ def test_shapes_are_taken_as_numpy_takes_them():
     for shape in (N, (N,), [2, N // 2], np.int64(N)):
         array = buffers.empty(shape, np.float64)
         assert array.shape == np.empty(shape).shape and array.flags.c_contiguous
+
+
+def test_a_full_pool_runs_the_pending_work_before_taking_fresh_memory(monkeypatch, fresh_stats):
+    """With fusion on the trace holds every intermediate; once they fill the pool, the pending calls run (their
+    dropped intermediates give their slabs back) instead of each new result taking fresh memory."""
+    buffers.release()
+    monkeypatch.setenv("KFUSE_POOL_BYTES", str(buffers._held + 6 * N * 8))
+    x0 = data(6)
+    x = pk.array(x0.copy())
+    pk.enable_fusion()
+    for _ in range(10):
+        pk.add(x, pk.multiply(pk.sqrt(x), 0.5), out=x)  # two intermediates per statement
+        x0 += 0.5 * np.sqrt(x0)
+    assert pk.stats()["flushes"] >= 2  # the pool filled within the ten statements
+    np.testing.assert_allclose(np.asarray(x), x0, rtol=1e-13)
+    assert buffers._held <= int(buffers.config.POOL_BYTES.get())

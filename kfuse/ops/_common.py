@@ -132,9 +132,18 @@ def result_dtype(*operands, floating: bool = False) -> np.dtype:
     return dtype
 
 
+def _run_pending() -> bool:
+    """Run the pending trace (the result pool is full of the intermediates it holds); whether there was any."""
+    rt = context.current()
+    if not rt.trace.entries:
+        return False
+    rt.flush_all()
+    return True
+
+
 def new_view(shape, dtype) -> View:
     """A result's View: uninitialised memory (a kernel writes it next), on a GPU not copied over before that."""
-    array = buffers.empty(shape, dtype)
+    array = buffers.empty(shape, dtype, make_room=_run_pending)
     if on_device(context.current().default_space.value):
         device.undefined(array)
     return View.wrap(array)
