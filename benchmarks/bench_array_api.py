@@ -84,7 +84,7 @@ def difference(got, want) -> float:
 
 def report(title: str, variants: list, repeats: int) -> None:
     print(f"\n{title}")
-    print(f"| variant | median s | min s | / NumPy | max rel. diff |\n|---|---|---|---|---|")
+    print("| variant | median s | min s | / NumPy | max rel. diff |\n|---|---|---|---|---|")
     base = None
     want = None
     for name, fn in variants:
