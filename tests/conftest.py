@@ -62,3 +62,25 @@ def fresh_stats():
 
     pk.reset_stats()
     return pk
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """A stand-in for the CUDA library behind kfuse/runtime/device.py: no device, host-to-device copies recorded
+    (the list returned). Kernels run on the host (default space OpenMP); only the mirror bookkeeping is exercised."""
+    import kfuse as pk
+    from kfuse.runtime import device
+
+    copies = []
+
+    class FakeCuda:
+        def kfuse_device_malloc(self, nbytes):
+            return 1 << 40
+
+        def kfuse_copy_to_device(self, dst, src, nbytes):
+            copies.append(nbytes)
+
+    monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
+    monkeypatch.setattr(device, "_mirrors", {})
+    pk.set_default_space(pk.OpenMP)
+    return copies

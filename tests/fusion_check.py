@@ -1,4 +1,6 @@
 """Shared helpers of the fuser tests: run a program eagerly and fused, and compare the two exactly."""
+import math
+
 import numpy as np
 
 import kfuse as pk
@@ -41,3 +43,13 @@ def view_of(values, dtype=pk.double) -> pk.View:
     v = pk.View(np.shape(values), dtype)
     v[:] = values
     return v
+
+
+def gaussian_chain(x, mu, var):
+    """The Gaussian log-likelihood sum as nine array operations (eight intermediates, then a reduction)."""
+    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * math.pi)), -0.5),
+                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
+
+
+def gaussian_numpy(x, mu, var) -> float:
+    return float(np.sum(-0.5 * np.log(2 * math.pi * var) - (x - mu) ** 2 / (2 * var)))

@@ -1,13 +1,12 @@
 """Result memory reused once nothing refers to it (kfuse/buffers.py): when, when not, and values stay right."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 import kfuse as pk
 from kfuse import buffers
+from fusion_check import gaussian_chain, gaussian_numpy
 
 N = 1 << 14  # 128 KiB of doubles: above buffers.MIN_BYTES
 
@@ -77,10 +76,8 @@ def test_a_loop_of_array_statements_over_reused_memory_equals_numpy(fusion, fres
 def test_intermediates_in_pooled_memory_are_still_never_stored_when_dropped(fresh_stats):
     x, mu, var = (pk.array(data(s).copy()) for s in (3, 4, 5))
     pk.enable_fusion()
-    got = float(pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * math.pi)), -0.5),
-                                   pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0)))))
-    xs, ms, vs = data(3), data(4), data(5)
-    assert got == pytest.approx(np.sum(-0.5 * np.log(2 * math.pi * vs) - (xs - ms) ** 2 / (2 * vs)), rel=1e-12)
+    got = float(gaussian_chain(x, mu, var))
+    assert got == pytest.approx(gaussian_numpy(data(3), data(4), data(5)), rel=1e-12)
     assert pk.stats()["unstored_arrays"] == 8, pk.explain()
 
 
@@ -90,27 +87,6 @@ def test_a_pool_of_zero_bytes_allocates_plain_memory(monkeypatch):
     assert before >= 0
     result = pk.exp(pk.array(data()))
     assert result._array.base is None  # its own allocation, not a slab's view
-
-
-@pytest.fixture
-def fake_cuda(monkeypatch):
-    """A stand-in for the CUDA library behind runtime/device.py: records host-to-device copies. Kernels run on the
-    host; only the mirror bookkeeping is exercised."""
-    from kfuse.runtime import device
-
-    copies = []
-
-    class FakeCuda:
-        def kfuse_device_malloc(self, nbytes):
-            return 1 << 40
-
-        def kfuse_copy_to_device(self, dst, src, nbytes):
-            copies.append(nbytes)
-
-    monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
-    monkeypatch.setattr(device, "_mirrors", {})
-    pk.set_default_space(pk.OpenMP)
-    return copies
 
 
 def test_a_reused_slab_forgets_what_its_gpu_mirror_held(fake_cuda):

@@ -7,7 +7,6 @@ end-to-end tests check values against NumPy, eager and fused, and that the inter
 """
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,6 +16,7 @@ import kfuse as pk
 from kfuse.transforms import manager
 from kfuse.transforms import memory as memory_pass
 from kfuse.tracer.liveness import unreachable
+from fusion_check import gaussian_chain, gaussian_numpy
 from transform_check import assert_launch_matches_eager, call, check_pass, fused, transformed
 
 
@@ -170,9 +170,6 @@ def transformed_all(kernel):
 
 
 # --- end to end: values against NumPy, eager and fused -----------------------------------------------------
-def gaussian(x, mu, var):
-    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * math.pi)), -0.5),
-                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
 
 
 def data(n=1000, seed=3):
@@ -185,12 +182,12 @@ def test_a_gaussian_chain_fused_stores_no_intermediate(backend, fresh_stats):
     from kfuse import backends, context, engine
 
     x, mu, var = data()
-    expected = np.sum(-0.5 * np.log(2 * math.pi * var) - (x - mu) ** 2 / (2 * var))
+    expected = gaussian_numpy(x, mu, var)
     with context.installed(engine.Runtime(backend=backends.named(backend))):
         pk.set_default_space(pk.OpenMP)  # the python backend runs on the host, whatever KFUSE_DEFAULT_SPACE says
-        eager = gaussian(pk.array(x), pk.array(mu), pk.array(var))
+        eager = gaussian_chain(pk.array(x), pk.array(mu), pk.array(var))
         pk.enable_fusion()  # the inputs handed over (copies only kfuse holds), so no call runs early
-        got = float(gaussian(pk.array(x.copy()), pk.array(mu.copy()), pk.array(var.copy())))
+        got = float(gaussian_chain(pk.array(x.copy()), pk.array(mu.copy()), pk.array(var.copy())))
         stats, text = pk.stats(), pk.explain()
     assert eager == pytest.approx(expected, rel=1e-12) and got == pytest.approx(expected, rel=1e-12)
     assert stats["fused_kernels_launched"] == 1 and stats["unstored_arrays"] == 8, text
@@ -240,28 +237,16 @@ def test_an_intermediate_grabbed_with_numpy_between_is_right(fresh_stats):
 
 
 # --- GPU memory of op results (runtime/device.py), with a stand-in for the CUDA library -------------------
-def test_an_op_result_is_not_copied_to_the_gpu_before_its_kernel_writes_it(monkeypatch):
+def test_an_op_result_is_not_copied_to_the_gpu_before_its_kernel_writes_it(fake_cuda):
     from kfuse.ops._common import new_view
     from kfuse.runtime import device
 
-    copies = []
-
-    class FakeCuda:
-        def kfuse_device_malloc(self, nbytes):
-            return 1 << 40
-
-        def kfuse_copy_to_device(self, dst, src, nbytes):
-            copies.append(nbytes)
-
-    monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
-    monkeypatch.setattr(device, "_mirrors", {})
-    pk.set_default_space(pk.OpenMP)
     host_result = new_view((8,), np.float64)  # default space OpenMP: its contents come from a host kernel
     pk.set_default_space(pk.Cuda)
     result, defined = new_view((8,), np.float64), new_view((8,), np.float64)
     device.device_pointer(result, writes=True)
-    assert copies == []  # the kernel about to run writes it: nothing to bring over
+    assert fake_cuda == []  # the kernel about to run writes it: nothing to bring over
     defined[:] = 1.0  # a host write defines the contents: they must reach the GPU
     device.device_pointer(defined, writes=False)
     device.device_pointer(host_result, writes=False)
-    assert copies == [64, 64]
+    assert fake_cuda == [64, 64]
