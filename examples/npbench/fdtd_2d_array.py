@@ -15,17 +15,8 @@ import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
 from examples.npbench.common import main, results  # noqa: E402
+from kfuse.bench.numpy_refs import fdtd_2d as run_numpy  # noqa: E402,F401 - NPBench's NumPy kernel
 from examples.npbench.fdtd_2d import SIZES, initialize  # noqa: E402,F401
-
-
-def run_numpy(TMAX: int, ex: np.ndarray, ey: np.ndarray, hz: np.ndarray, _fict_: np.ndarray):
-    ex, ey, hz = ex.copy(), ey.copy(), hz.copy()
-    for t in range(TMAX):
-        ey[0, :] = _fict_[t]
-        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
-        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
-        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
-    return ex, ey, hz
 
 
 def run_array(TMAX: int, ex: np.ndarray, ey: np.ndarray, hz: np.ndarray, _fict_: np.ndarray):

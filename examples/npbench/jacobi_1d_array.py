@@ -16,15 +16,8 @@ import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
 from examples.npbench.common import main, results  # noqa: E402
+from kfuse.bench.numpy_refs import jacobi_1d as run_numpy  # noqa: E402,F401 - NPBench's NumPy kernel
 from examples.npbench.jacobi_1d import SIZES, initialize  # noqa: E402,F401
-
-
-def run_numpy(TSTEPS: int, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    A, B = A.copy(), B.copy()
-    for _ in range(TSTEPS):
-        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
-        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
-    return A, B
 
 
 def run_array(TSTEPS: int, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
