@@ -18,24 +18,10 @@ import numpy as np
 
 import kfuse as pk
 from kfuse import engine
+from bench_array_api import gaussian_loglik, gaussian_ops  # the CPU bench's; it puts the repository on sys.path
+from examples.nstream import SCALAR, nstream
 
-ITERATIONS, SCALAR = 50, 3.0
-
-
-@pk.workunit
-def gauss_k(i, acc, x, mu, var):
-    d = x[i] - mu[i]
-    acc += -0.5 * math.log(2.0 * math.pi * var[i]) - d * d / (2.0 * var[i])
-
-
-@pk.workunit
-def nstream_k(i, A, B, C, scalar):
-    A[i] += B[i] + scalar * C[i]
-
-
-def gauss_ops(x, mu, var):
-    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * math.pi)), -0.5),
-                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
+ITERATIONS = 50
 
 
 def timed(fn, repeats: int) -> float:
@@ -65,13 +51,14 @@ def kfuse_rows(x0, mu0, var0, fused: bool, repeats: int) -> dict:
 
     def nstream_hand():
         for _ in range(ITERATIONS):
-            pk.parallel_for(n, nstream_k, A=A, B=B, C=C, scalar=SCALAR)
+            pk.parallel_for(n, nstream, A=A, B=B, C=C, scalar=SCALAR)
         engine.flush_all()
 
-    rows = {"gauss ops": timed(lambda: float(gauss_ops(x, mu, var)), repeats),
-            "gauss hand kernel": timed(lambda: float(pk.parallel_reduce(n, gauss_k, x=x, mu=mu, var=var)), repeats),
+    rows = {"gauss ops": timed(lambda: float(gaussian_ops(x, mu, var)), repeats),
+            "gauss hand kernel": timed(lambda: float(pk.parallel_reduce(n, gaussian_loglik, x=x, mu=mu, var=var,
+                                                                        two_pi=2 * math.pi)), repeats),
             "nstream ops": timed(nstream_ops, repeats), "nstream hand kernel": timed(nstream_hand, repeats)}
-    check = float(gauss_ops(x, mu, var))
+    check = float(gaussian_ops(x, mu, var))
     pk.disable_fusion()
     return rows, check
 
