@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from . import config
+from .runtime import device
 
 MIN_BYTES = 1 << 16  # smaller results come from malloc's own free lists, already warm
 
@@ -45,8 +46,6 @@ def _free_slab(nbytes: int):
     for step in range(min(len(slabs), _PROBES)):  # a long trace holds many: look at a few, round the list
         i = (start + step) % len(slabs)
         if _count(slabs, i) == _ONLY_POOL:
-            from .runtime import device
-
             _cursor[nbytes] = i + 1
             device.forget(slabs[i])
             return slabs[i]
