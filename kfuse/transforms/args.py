@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import replace
 
 from ..ir.pyast import assigned_names
 from ..views import storage_key
@@ -18,7 +17,6 @@ from .ir import FusedKernel, PassResult, scalar_key
 def run(kernel: FusedKernel) -> PassResult:
     tree = kernel.source.tree
     reassigned = assigned_names(tree.body)
-    names = [n for n, _ in kernel.spec.params]
     representative: dict = {}
     rename: dict = {}
     for name, t in kernel.spec.params:
@@ -38,7 +36,4 @@ def run(kernel: FusedKernel) -> PassResult:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in rename:
             node.id = rename[node.id]
-    tree.args.args = [a for a in tree.args.args if a.arg not in rename]
-    keep = [i for i, n in enumerate(names) if n not in rename]
-    spec = replace(kernel.spec, params=tuple(kernel.spec.params[i] for i in keep))
-    return PassResult(kernel.with_tree(tree, spec=spec, arg_index=tuple(kernel.arg_index[i] for i in keep)), True)
+    return PassResult(kernel.without_params(tree, rename), True)

@@ -33,6 +33,14 @@ class FusedKernel:
         """Parameter name -> its position (a long group's passes ask for every parameter: no list search)."""
         return {n: i for i, (n, _) in enumerate(self.spec.params)}
 
+    def without_params(self, tree: ast.FunctionDef, gone) -> "FusedKernel":
+        """This kernel with body ``tree`` and the parameters named in ``gone`` removed: from the tree's signature,
+        the spec, the argument map and the restrict set (passes that merge or drop parameters)."""
+        keep = [p for p, (n, _) in enumerate(self.spec.params) if n not in gone]
+        tree.args.args = [a for a in tree.args.args if a.arg not in gone]
+        return self.with_tree(tree, spec=replace(self.spec, params=tuple(self.spec.params[p] for p in keep)),
+                              arg_index=tuple(self.arg_index[p] for p in keep), restrict=self.restrict - set(gone))
+
     def with_tree(self, tree: ast.FunctionDef, **changes) -> "FusedKernel":
         source = KernelSource(name=self.source.name, tree=tree, filename=self.source.filename,
                               helpers=self.source.helpers, annotations=self.source.annotations)

@@ -26,7 +26,6 @@ import ast
 import copy
 import itertools
 import re
-from dataclasses import replace
 
 from ..ir.pyast import assigned_names, flatten_subscript
 from .ir import FusedKernel, PassResult, alias_classes
@@ -280,11 +279,11 @@ def _without(stmts: list, dropped: set) -> list:
     return kept
 
 
-def _drop_scratch(kernel: FusedKernel, tree: ast.FunctionDef) -> tuple:
-    """Remove the stores into Views whose memory nothing reads after the group (``kernel.scratch``, found by
-    kfuse/tracer/liveness.py) once no read of them is left: their values live in the locals the elimination
-    made. A View no longer named at all stops being a parameter, so it is not even passed (or copied to a
-    GPU). Returns (tree, spec, arg_index, restrict) and whether anything changed."""
+def _drop_scratch(kernel: FusedKernel, tree: ast.FunctionDef) -> set | None:
+    """Remove from ``tree`` the stores into Views whose memory nothing reads after the group (``kernel.scratch``,
+    found by kfuse/tracer/liveness.py) once no read of them is left: their values live in the locals the
+    elimination made. Returns the scratch parameters no longer named at all (they stop being parameters, so they
+    are not even passed, or copied to a GPU), or None if no store went."""
     spec, arg_index = kernel.spec, kernel.arg_index
     scratch = [n for p, (n, t) in enumerate(spec.params) if t.is_view and arg_index[p] in kernel.scratch]
     classes: dict = {}  # Views over the same memory go together: a read through one sees the others' stores
@@ -297,14 +296,10 @@ def _drop_scratch(kernel: FusedKernel, tree: ast.FunctionDef) -> tuple:
         if all(s is not None for s in stores):
             dropped.update(id(s) for found in stores for s in found)
     if not dropped:
-        return (tree, spec, arg_index, kernel.restrict), False
+        return None
     tree.body = _without(tree.body, dropped) or [ast.Pass()]
     named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    gone = {n for n in scratch if n not in named}
-    keep = [p for p, (n, _) in enumerate(spec.params) if n not in gone]
-    tree.args.args = [a for a in tree.args.args if a.arg not in gone]
-    spec = replace(spec, params=tuple(spec.params[p] for p in keep))
-    return (tree, spec, tuple(arg_index[p] for p in keep), kernel.restrict - gone), True
+    return {n for n in scratch if n not in named}
 
 
 def run(kernel: FusedKernel) -> PassResult:
@@ -314,7 +309,7 @@ def run(kernel: FusedKernel) -> PassResult:
             for m in [re.fullmatch(r"(?:ld|st)(\d+)", n.id)] if m]
     elim = _Eliminator(alias_classes(kernel), dtypes, start=max(used, default=-1) + 1)
     tree.body = elim.block(tree.body)
-    (tree, spec, arg_index, restrict), dropped = _drop_scratch(kernel, tree)
-    if not (elim.modified or dropped):
+    gone = _drop_scratch(kernel, tree)
+    if not elim.modified and gone is None:
         return PassResult(kernel, False)
-    return PassResult(kernel.with_tree(tree, spec=spec, arg_index=arg_index, restrict=restrict), True)
+    return PassResult(kernel.without_params(tree, gone or ()), True)
