@@ -123,7 +123,7 @@ def _in_double(x: View, other: View) -> View:
     kinds = {x.dtype.np.kind, other.dtype.np.kind}
     if x.dtype.np == np.float32 and not other.dtype.is_float or \
             kinds == {"u", "i"} and np.dtype(np.uint64) in (x.dtype.np, other.dtype.np):
-        return copy(x, out=View.wrap(np.empty(x.shape, np.float64)))
+        return copy(x, out=new_view(x.shape, np.float64))
     return x
 
 
