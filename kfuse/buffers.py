@@ -14,11 +14,10 @@ handed out again is new memory to everyone else: the GPU mirror of the old conte
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
-from . import config
+from . import config, refcount
 from .runtime import device
 
 MIN_BYTES = 1 << 16  # smaller results come from malloc's own free lists, already warm
@@ -30,11 +29,6 @@ _PROBES = 8
 _held = 0  # bytes of all slabs
 
 
-def _count(slabs: list, i: int) -> int:
-    return sys.getrefcount(slabs[i])
-
-
-_ONLY_POOL = _count([np.empty(1, np.uint8)], 0)  # what _count gives for a slab nothing else refers to
 
 
 def _free_slab(nbytes: int):
@@ -45,7 +39,7 @@ def _free_slab(nbytes: int):
     start = _cursor.get(nbytes, 0)
     for step in range(min(len(slabs), _PROBES)):  # a long trace holds many: look at a few, round the list
         i = (start + step) % len(slabs)
-        if _count(slabs, i) == _ONLY_POOL:
+        if not refcount.others(slabs, i):
             _cursor[nbytes] = i + 1
             device.forget(slabs[i])
             return slabs[i]
@@ -87,7 +81,7 @@ def release() -> int:
     global _held
     freed = 0
     for nbytes, slabs in list(_slabs.items()):
-        keep = [slabs[i] for i in range(len(slabs)) if _count(slabs, i) != _ONLY_POOL]
+        keep = [slabs[i] for i in range(len(slabs)) if refcount.others(slabs, i)]
         _ids.difference_update(id(s) for s in slabs)
         _ids.update(id(s) for s in keep)
         freed += nbytes * (len(slabs) - len(keep))

@@ -17,19 +17,13 @@ raw pointers are not seen.
 """
 from __future__ import annotations
 
-import sys
 from collections import Counter
 
 import numpy as np
 
-from .. import buffers
+from .. import buffers, refcount
 
 
-def _count(objects: list, i: int) -> int:
-    return sys.getrefcount(objects[i])
-
-
-_HELD_BY_LIST = _count([object()], 0)  # what _count gives for an object only one list slot refers to
 
 
 def _views_of(calls: list) -> tuple:
@@ -90,10 +84,10 @@ def unreachable(calls: list, groups: list) -> dict:
     arrays, expected, owner, live = _owners(views)
     roots = [owner[id(v)] for v in views]
     for i in range(len(views)):
-        if _count(views, i) - _HELD_BY_LIST != held[id(views[i])]:
+        if refcount.others(views, i) != held[id(views[i])]:
             live.add(roots[i])
     for i in range(len(arrays)):
-        if _count(arrays, i) - _HELD_BY_LIST != expected[id(arrays[i])]:
+        if refcount.others(arrays, i) != expected[id(arrays[i])]:
             live.add(owner[id(arrays[i])])
     if live.issuperset(roots):
         return {}  # the program holds every View (a time-step loop's state): nothing is scratch
