@@ -23,7 +23,7 @@ from .runtime import device
 MIN_BYTES = 1 << 16  # smaller results come from malloc's own free lists, already warm
 
 _slabs: dict = {}  # nbytes -> [slab, ...]
-_ids: set = set()  # id() of every slab (each alive while listed)
+_addresses: dict = {}  # id() of every slab (each alive while listed) -> its memory's address
 _cursor: dict = {}  # nbytes -> where the next look for a free slab starts (slabs are freed oldest first)
 _PROBES = 8
 _held = 0  # bytes of all slabs
@@ -47,8 +47,8 @@ def _free_slab(nbytes: int):
     return None
 
 
-def empty(shape: tuple, dtype: np.dtype, make_room=None) -> np.ndarray:
-    """An uninitialised C-contiguous array: a free slab of its size if there is one, else new memory (pooled
+def empty(shape: tuple, dtype: np.dtype, make_room=None) -> tuple:
+    """(array, its address): an uninitialised C-contiguous array, a free slab of its size if there is one, else new memory (pooled
     while the pool has room). With the pool full, ``make_room()`` (run the pending kernels, whose intermediates
     then give their slabs back) is asked once before fresh memory is taken."""
     global _held
@@ -56,24 +56,29 @@ def empty(shape: tuple, dtype: np.dtype, make_room=None) -> np.ndarray:
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
-        return np.empty(shape, dtype)
+        return _unpooled(shape, dtype)
     slab = _free_slab(nbytes)
     if slab is None and _held + nbytes > config.POOL_BYTES.get() and make_room is not None and make_room():
         slab = _free_slab(nbytes)
     if slab is not None:
-        return slab.view(dtype).reshape(shape)
+        return slab.view(dtype).reshape(shape), _addresses[id(slab)]
     if _held + nbytes > config.POOL_BYTES.get():
-        return np.empty(shape, dtype)
+        return _unpooled(shape, dtype)
     slab = np.empty(nbytes, np.uint8)
     _slabs.setdefault(nbytes, []).append(slab)
-    _ids.add(id(slab))
+    _addresses[id(slab)] = slab.__array_interface__["data"][0]
     _held += nbytes
-    return slab.view(dtype).reshape(shape)
+    return slab.view(dtype).reshape(shape), _addresses[id(slab)]
+
+
+def _unpooled(shape: tuple, dtype: np.dtype) -> tuple:
+    array = np.empty(shape, dtype)
+    return array, array.__array_interface__["data"][0]
 
 
 def holds(array: np.ndarray) -> bool:
     """Whether ``array`` is one of the pool's slabs (the pool's reference is then one of its references)."""
-    return id(array) in _ids  # a listed slab is alive, so no other object has its id
+    return id(array) in _addresses  # a listed slab is alive, so no other object has its id
 
 
 def release() -> int:
@@ -82,8 +87,9 @@ def release() -> int:
     freed = 0
     for nbytes, slabs in list(_slabs.items()):
         keep = [slabs[i] for i in range(len(slabs)) if refcount.others(slabs, i)]
-        _ids.difference_update(id(s) for s in slabs)
-        _ids.update(id(s) for s in keep)
+        for slab in slabs:
+            if not any(slab is k for k in keep):
+                del _addresses[id(slab)]
         freed += nbytes * (len(slabs) - len(keep))
         if keep:
             _slabs[nbytes] = keep

@@ -47,22 +47,35 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
     rt = context.current()
     with guard.lock:
         binding, policy, values = bind(wu, op, policy, positional, kwargs, rt.backend)
-        if binding.direct and not rt.enabled and not rt.failures.lost:
-            args = binding.args(values)  # eager, nothing lost to a failed call: no KernelCall needed
-            prepared = binding.prepared
-            prepared.backend.enter_thread()
-            results = (prepared.kernel or kernel_of(prepared)).launch(policy_slots(policy), args)
-            return results[0] if results else None
-        call = binding.call(policy, values)
         if rt.enabled:
+            call = binding.call(policy, values)
             call.site = _call_site()
             return rt.log(call)  # runs at once if it touches memory the host reaches past barriers
-        rt.check_eager(call)
-        if call.futures:
-            for _, fut in call.futures:
-                fut.value()
-        call.prepared.backend.enter_thread()
-        return execute(call)
+        return _eager(rt, binding, policy, values)
+
+
+def _eager(rt, binding, policy, values):
+    if binding.direct and not rt.failures.lost:
+        args = binding.args(values)  # nothing lost to a failed call: no KernelCall needed
+        prepared = binding.prepared
+        prepared.backend.enter_thread()
+        results = (prepared.kernel or kernel_of(prepared)).launch(policy_slots(policy), args)
+        return results[0] if results else None
+    call = binding.call(policy, values)
+    rt.check_eager(call)
+    if call.futures:
+        for _, fut in call.futures:
+            fut.value()
+    call.prepared.backend.enter_thread()
+    return execute(call)
+
+
+def run_now(op: str, n: int, wu, kwargs: dict):
+    """``parallel_<op>(n, wu, **kwargs)`` run at once, as with fusion off: for a call the runtime has shown needs
+    nothing pending (kfuse/ops/lazy.py, when the trace is empty); the caller holds ``guard.lock``."""
+    rt = context.current()
+    binding, policy, values = bind(wu, op, n, (), kwargs, rt.backend)
+    return _eager(rt, binding, policy, values)
 
 
 def _explicit_fusion(op: str, policy, wus: list, positional: tuple, kwargs: dict):

@@ -53,11 +53,14 @@ class Runtime:
         self.records: deque = deque(maxlen=_RECORDS_KEPT)  # explain()'s flush records
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0
+        self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
 
     # --- logging --------------------------------------------------------------------------
     def log(self, call):
         """Append ``call`` (the caller holds ``guard.lock``); it runs at once (with what it depends on) if it
         touches escaped memory, or prints (pk.printf output keeps its place among the program's own output)."""
+        if self.batch is not None:
+            self.run_batch()
         counts = self.counts
         counts["ops_traced"] += 1
         result = self._append(call)
@@ -100,6 +103,8 @@ class Runtime:
         with guard.lock:
             if self._running:
                 return
+            if self.batch is not None:
+                self.run_batch(now=not self.trace.entries)
             if self.trace.entries:
                 self._run(self.trace.partition_for(view.bounds, write))
             if self.failures:
@@ -115,6 +120,8 @@ class Runtime:
         """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
         several results from one launch (running a pending call early is safe: its dependencies come too)."""
         with guard.lock:
+            if self.batch is not None:
+                self.run_batch(now=not self.trace.entries)
             if future.done or future.call is None:  # another thread computed it meanwhile
                 return
             policy = future.call.policy
@@ -126,6 +133,8 @@ class Runtime:
         """Run ``calls`` (an explicit fusion, ``pk.parallel_for(n, [wu1, wu2], args_0=..., args_1=...)``) now,
         with the pending calls they depend on: the program asked for fusion, so they are fused where safe even
         with fusion off, and split (with the reason in ``explain()``) where not. A failure raises as eager does."""
+        if self.batch is not None:
+            self.run_batch()
         for call in calls:
             self._append(call)
         self._run(self.trace.partition_for(None, False, tuple(calls)), fuse=True)
@@ -135,8 +144,17 @@ class Runtime:
             for view in _escaped_views(call):  # a GPU result reaches the host memory the program holds
                 self.backend.host_access(view, True)
 
+    def run_batch(self, now: bool = False) -> None:
+        """Log the array operations recorded so far as kernel calls (before any other work, which may need them);
+        ``now``: run them at once instead (the host needs them and nothing else is pending: no trace entry,
+        no partition to analyse)."""
+        batch, self.batch = self.batch, None
+        batch.run(now)
+
     def flush_all(self) -> None:
         with guard.lock:
+            if self.batch is not None:
+                self.run_batch(now=not self.trace.entries)
             if self.trace.entries:
                 self._run(list(self.trace.entries))
 

@@ -188,6 +188,19 @@ class View:
         return view
 
     @classmethod
+    def result(cls, array: np.ndarray, dtype: DType, ptr: int) -> "View":
+        """A View over new C-contiguous memory at ``ptr`` (``array``, of kfuse dtype ``dtype``) that no NumPy
+        array the program holds reaches: ``_take``'s fields, set directly (array operations make one per call)."""
+        view = cls.__new__(cls)
+        view._array, view.uid, view.dtype, view.shape = array, next(_uids), dtype, array.shape
+        view.ndim = ndim = len(view.shape)
+        view.strides = (1,) if ndim == 1 else tuple(s // array.itemsize for s in array.strides)
+        view.storage, view.ptr, view.bounds, view.trait = "right", ptr, (ptr, ptr + array.nbytes), Trait.TraitDefault
+        view.sig = (dtype, ndim, "right")
+        view._escapes = (escape.version, ())
+        return view
+
+    @classmethod
     def wrap(cls, array: np.ndarray, trait: Trait | None = None) -> "View":
         """A View over an array only kfuse holds (a new allocation, a reshape of a View's own memory); an
         unsupported dtype raises TypeError (``dtype_of``)."""

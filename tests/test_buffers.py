@@ -118,7 +118,8 @@ def test_a_reused_slab_for_a_gpu_result_is_not_copied_to_the_gpu(fake_cuda):
 
 def test_shapes_are_taken_as_numpy_takes_them():
     for shape in (N, (N,), [2, N // 2], np.int64(N)):
-        array = buffers.empty(shape, np.float64)
+        array, address = buffers.empty(shape, np.float64)
+        assert address == array.__array_interface__["data"][0]
         assert array.shape == np.empty(shape).shape and array.flags.c_contiguous
 
 

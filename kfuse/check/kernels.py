@@ -215,6 +215,24 @@ def ops_chain(x, y, alpha):
     pk.add(pk.multiply(pk.exp(pk.multiply(x[:n], 0.25)), alpha), pk.multiply(ys, 0.5), out=ys)
 
 
+def ops_sum(x, y, alpha):
+    """Array operations ending in a whole-array sum (a Future while fusing): ``sum((x - y) * alpha)``, with
+    ``alpha`` possibly an earlier result (a Future scalar operand)."""
+    n = min(x.shape[0], y.shape[0])
+    return pk.sum(pk.multiply(pk.subtract(x[:n], y[:n]), alpha))
+
+
+def ops_shift(x, y, alpha):
+    """Array operations over shifted Views of one array (a stencil): ``y[:-1] = x[1:] * alpha + x[:-1]`` then
+    ``y[:-1] = sqrt(|y[1:]|) / 2 + y[:-1]`` reads the first statement's store one element over."""
+    n = min(x.shape[0], y.shape[0])
+    if n < 3:
+        return
+    pk.add(pk.multiply(x[1:n], alpha), x[:n - 1], out=y[:n - 1])
+    t = pk.multiply(pk.sqrt(pk.absolute(y[1:n - 1])), 0.5)
+    pk.add(t, y[:n - 2], out=y[:n - 2])
+
+
 @pk.workunit
 def k_broken(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = x[i] * 0.3173828125  # BROKEN_MARK
@@ -258,6 +276,8 @@ KERNELS = {
     "pair": Kernel(k_pair, "for", ("x", "y"), (F64, F64), ("y",)),
     "blend": Kernel(Blend, "for", ("x", "y"), (F64, F64), ("y",), "alpha", method="blend"),
     "ops_chain": Kernel(ops_chain, "for", ("x", "y"), (F64, F64), ("y",), "alpha", policy="ops"),
+    "ops_sum": Kernel(ops_sum, "reduce", ("x", "y"), (F64, F64), (), "alpha", policy="ops"),
+    "ops_shift": Kernel(ops_shift, "for", ("x", "y"), (F64, F64), ("y",), "alpha", policy="ops"),
     "subrow": Kernel(k_subrow, "for", ("m", "out"), ("M", F64), ("out",)),
     "to_f32": Kernel(k_to_f32, "for", ("x", "f"), (F64, "f32"), ("f",)),
     "from_f32": Kernel(k_from_f32, "for", ("f", "y"), ("f32", F64), ("y",)),
@@ -276,4 +296,4 @@ KERNELS = {
 
 #: Kernels reading a neighbour of the element they write: their two arrays must not share memory, or
 #: even eager runs would race between threads.
-NEIGHBOUR_READERS = frozenset({"stencil"})
+NEIGHBOUR_READERS = frozenset({"stencil", "ops_shift"})

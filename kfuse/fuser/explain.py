@@ -52,6 +52,17 @@ def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecor
     return rec
 
 
+def record_operations(rt, names: list, groups: list, unstored: dict, seconds: float) -> None:
+    """The account of array operations run at once as kernels of their own (kfuse/ops/lazy.py): nothing else was
+    pending, so no partition was analysed."""
+    rt.flush_count += 1
+    rec = FlushRecord(rt.flush_count, names, groups, [], seconds, "", True, unstored=unstored,
+                      notes=["array operations run at once: nothing else was pending"])
+    rt.records.append(rec)
+    if rt.record_sink is not None:
+        rt.record_sink.append(rec)
+
+
 def report(rt, last: int | None = None) -> str:
     recs = list(rt.records)[-last:] if last else list(rt.records)
     if not recs:

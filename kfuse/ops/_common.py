@@ -20,9 +20,9 @@ from ..runtime import device
 from ..spaces import on_device
 from ..dispatch import parallel_for
 from ..future import Future
-from ..types import dtype_of
+from ..types import DType, dtype_of
 from ..views import View
-from . import kernels
+from . import kernels, lazy
 
 _flat_views: "weakref.WeakKeyDictionary[View, View]" = weakref.WeakKeyDictionary()
 
@@ -106,7 +106,7 @@ def named_operand(name: str, param: str, x):
 def kernel_scalar(s, like: View):
     """A scalar as passed to a kernel: ints become floats next to float Views (one specialisation), rounded to
     float32 next to a float32 View."""
-    if isinstance(s, Future):
+    if type(s) is float and like.dtype is DType.float64 or isinstance(s, Future):
         return s
     if like.dtype.np == np.float32 and isinstance(s, (bool, int, float)):
         return float(np.float32(s))  # NumPy's weak scalar takes the View's float32 precision (x > 0.1 compares to 0.1f)
@@ -135,7 +135,7 @@ def result_dtype(*operands, floating: bool = False) -> np.dtype:
 def _run_pending() -> bool:
     """Run the pending trace (the result pool is full of the intermediates it holds); whether there was any."""
     rt = context.current()
-    if not rt.trace.entries:
+    if not (rt.trace.entries or rt.batch):
         return False
     rt.flush_all()
     return True
@@ -143,10 +143,10 @@ def _run_pending() -> bool:
 
 def new_view(shape, dtype) -> View:
     """A result's View: uninitialised memory (a kernel writes it next), on a GPU not copied over before that."""
-    array = buffers.empty(shape, dtype, make_room=_run_pending)
+    array, ptr = buffers.empty(shape, dtype, make_room=_run_pending)
     if on_device(context.current().default_space.value):
         device.undefined(array)
-    return View.wrap(array)
+    return View.result(array, dtype_of(array.dtype), ptr)
 
 
 def output(out, shape: tuple, dtype, name: str | None = None) -> View:
@@ -231,6 +231,9 @@ def elementwise(wu, target: View, **operands) -> View:
         return target
     dest = _contiguous_target(target)
     args = {k: flat(contiguous(v)) if isinstance(v, View) else v for k, v in operands.items()}
+    if dest is target and all(type(v) is View or not isinstance(v, View) for v in args.values()):
+        lazy.run(wu, target, tuple(args[name] for name in wu.parsed.param_names[2:]), False)
+        return target
     parallel_for(dest.size, wu, out=flat(dest), **args)
     if dest is not target:
         copy2d(target, dest)

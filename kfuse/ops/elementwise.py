@@ -14,14 +14,13 @@ import operator
 
 import numpy as np
 
-from ..dispatch import parallel_for
 from ..future import Future
 from ..types import DType, dtype_of
 from ..views import View
-from . import kernels as k
+from . import kernels as k, lazy
 from .. import kernel_api
 from . import _common as _ufunc_common
-from ._common import (as_view, broadcast, copy2d, elementwise, flat, is_array, kernel_scalar, operand, output,
+from ._common import (as_view, broadcast, copy2d, elementwise, is_array, kernel_scalar, operand, output,
                       named_operand, new_view, result_dtype, ufunc_dtype, view_of)
 
 
@@ -61,14 +60,14 @@ def _run_plan(plan, a, b, out) -> View:
     wu, order, dtype, shape = plan
     target = new_view(shape, dtype) if out is None else out
     if order == "vv":
-        parallel_for(target.size, wu, out=flat(target), a=flat(a), b=flat(b))
+        operands = (a, b)
     elif order == "vs":
-        parallel_for(target.size, wu, out=flat(target), a=flat(a), s=kernel_scalar(b, a))
+        operands = (a, kernel_scalar(b, a))
     elif order == "sv":
-        parallel_for(target.size, wu, out=flat(target), s=kernel_scalar(a, b), b=flat(b))
+        operands = (kernel_scalar(a, b), b)
     else:
-        parallel_for(target.size, wu, out=flat(target), a=flat(b), s=kernel_scalar(a, b))
-    return target
+        operands = (b, kernel_scalar(a, b))
+    return lazy.run(wu, target, operands, out is None)
 
 
 def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
@@ -154,9 +153,7 @@ def _unary(name, ufunc, wu, scalar_fn, x, out, dtype=None):
     if plan is None and key not in _PLANS:
         plan = _PLANS[key] = _unary_plan(name, ufunc, wu, dtype, x, out)
     if plan is not None:
-        target = new_view(x.shape, plan) if out is None else out
-        parallel_for(target.size, wu, out=flat(target), a=flat(x))
-        return target
+        return lazy.run(wu, new_view(x.shape, plan) if out is None else out, (x,), out is None)
     v = view_of(name, "view", x)
     dtype = ufunc_dtype(name, ufunc, v) if dtype is None else dtype
     return _into(wu, out, v.shape, dtype, a=v)

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..dispatch import parallel_for, parallel_reduce
 from ..views import View
-from . import kernels as k
+from ..types import DType
+from . import kernels as k, lazy
 from ._common import flat, new_view, output, view_of
 from ._lines import c_order, reduced_axes, result_shape, rows
 from .elementwise import copy, fill
@@ -70,6 +71,16 @@ def _sum_dtype(v: View) -> np.dtype:
     return v.dtype.np
 
 
+def _whole_sum(f: View, scale: float):
+    """``sum(f) * scale`` for a float64 View: recorded with the operations producing ``f`` while they are
+    pending (kfuse/ops/lazy.py), else a reduction kernel call."""
+    if f.dtype is DType.float64:
+        future = lazy.reduce(k.sum_k, f, (scale,), DType.float64)
+        if future is not None:
+            return future
+    return parallel_reduce(f.size, k.sum_k, a=f, scale=scale)
+
+
 def _mean_dtype(v: View) -> np.dtype:
     """NumPy's dtype of a mean or variance: float64 but for float32 arrays."""
     return v.dtype.np if v.dtype.np.kind == "f" else np.dtype(np.float64)
@@ -84,7 +95,7 @@ def sum(a, axis=None, out=None, keepdims=False):  # noqa: A001 - NumPy spelling
         return _reduce("sum", v, axis, out, keepdims, dtype, lambda f: parallel_reduce(f.size, k.sum_int_k, a=f),
                        lambda r, t: _each_row(k.rows_sum_int_k, r, out=t))
     return _reduce("sum", v, axis, out, keepdims, dtype,
-                   lambda f: parallel_reduce(f.size, k.sum_k, a=f, scale=1.0),
+                   lambda f: _whole_sum(f, 1.0),
                    lambda r, t: _each_row(k.rows_sum_k, r, out=t, divisor=1.0))
 
 
@@ -115,7 +126,7 @@ def mean(a, axis=None, out=None, keepdims=False):
 
     def whole(f: View):
         _nonempty("mean", f.size)
-        return parallel_reduce(f.size, k.sum_k, a=f, scale=1.0 / f.size)
+        return _whole_sum(f, 1.0 / f.size)
 
     def along(r: View, t: View):
         _nonempty("mean", r.shape[1])

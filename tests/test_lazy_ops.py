@@ -1,0 +1,303 @@
+"""Element-wise operations recorded while fusing and run as one kernel (kfuse/ops/lazy.py, ops/expressions.py).
+
+Every test compares fused runs with NumPy and with eager kfuse, and checks what the batch decided: one kernel
+for a chain, intermediates the program dropped never stored, anything the program can still reach stored,
+shifted Views of one array split, host accesses and kernel calls ordered after the operations they follow.
+Most run on the python backend (the generated kernels interpreted, no compiler); a few compile them.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import kfuse as pk
+from kfuse.ops import expressions, kernels as k
+from kfuse.types import DType
+
+pytestmark = pytest.mark.backend("python")
+
+
+def arr(seed: int, n: int = 33, low: float = 0.5, high: float = 2.0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(low, high, n)
+
+
+def fused(fn):
+    """fn() with fusion on, its View results copied out after the flush."""
+    pk.enable_fusion()
+    try:
+        out = fn()
+        pk.fence()
+    finally:
+        pk.disable_fusion()
+    return out
+
+
+# --- the generated kernel ---------------------------------------------------------------------------------
+def test_a_chain_inlines_each_kernel_body_and_stores_only_the_marked_steps():
+    steps = ((k.multiply_vs, (("v", 0), ("s", 0)), DType.float64, None),
+             (k.log_k, (("t", 0),), DType.float64, 0),
+             (k.subtract_vv, (("t", 1), ("v", 1)), DType.float64, 1))
+    wu = expressions.kernel_for(steps)
+    assert wu.parsed.param_names == ["i", "o0", "o1", "v0", "v1", "s0"]
+    a, b, o0, o1 = pk.array(arr(1)), pk.array(arr(2)), pk.View([33]), pk.View([33])
+    pk.parallel_for(33, wu, o0=o0, o1=o1, v0=a, v1=b, s0=3.0)
+    np.testing.assert_array_equal(o0, np.log(arr(1) * 3.0))
+    np.testing.assert_array_equal(o1, np.log(arr(1) * 3.0) - arr(2))
+    assert expressions.kernel_for(steps) is wu  # one workunit per chain: compiled and specialised once
+
+
+def test_a_reduction_ends_the_kernel():
+    steps = ((k.square_k, (("v", 0),), DType.float64, None), (k.sum_k, (("t", 0), ("s", 0)), None, None))
+    wu = expressions.kernel_for(steps)
+    got = pk.parallel_reduce(33, wu, v0=pk.array(arr(3)), s0=0.5)
+    assert got == pytest.approx(np.sum(arr(3) ** 2) * 0.5, rel=1e-14)
+
+
+def test_kernels_not_of_the_form_out_i_equals_expression_are_not_inlined():
+    assert expressions.template(k.matvec_k) is None  # loops, 2-D reads
+    assert expressions.template(k.chunk_best_k) is None
+    assert expressions.template(k.add_vs) is not None
+
+
+# --- one kernel, intermediates in registers -------------------------------------------------------------
+def chain(x, mu, var):
+    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * math.pi)), -0.5),
+                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
+
+
+def test_a_chain_with_a_sum_is_one_launch_and_stores_nothing(fresh_stats):
+    x, mu, var = pk.array(arr(1)), pk.array(arr(2)), pk.array(arr(3))
+    eager = float(chain(x, mu, var))
+    got = fused(lambda: float(chain(x, mu, var)))
+    assert got == eager
+    assert got == pytest.approx(np.sum(-0.5 * np.log(2 * math.pi * arr(3)) - (arr(1) - arr(2)) ** 2 / (2 * arr(3))),
+                                rel=1e-13)
+    stats = pk.stats()
+    assert stats["kernels_launched"] == 9 + 1 and stats["unstored_arrays"] == 8  # eager 9, fused 1
+
+
+def test_a_named_intermediate_is_stored_and_a_dropped_one_is_not(fresh_stats):
+    x = pk.array(arr(4))
+
+    def program():
+        kept = pk.multiply(x, 2.0)
+        total = pk.sum(pk.exp(kept))  # exp(kept) is dropped at once
+        return kept, total
+
+    kept, total = fused(program)
+    np.testing.assert_array_equal(kept, arr(4) * 2.0)
+    assert float(total) == pytest.approx(np.sum(np.exp(arr(4) * 2.0)), rel=1e-14)
+    assert pk.stats()["unstored_arrays"] == 1
+
+
+def test_a_result_nobody_reads_is_not_computed(fresh_stats):
+    x = pk.array(arr(5))
+
+    def program():
+        pk.sqrt(x)  # the result is dropped at once
+
+    fused(program)
+    assert pk.stats()["kernels_launched"] == 0
+
+
+def test_a_slice_of_a_dropped_result_keeps_its_store():
+    x = pk.array(arr(6))
+
+    def program():
+        t = pk.multiply(x, 3.0)
+        head = t[0:5]  # a View over t's memory: t can be dropped, its values cannot
+        del t
+        return pk.add(head, 1.0)
+
+    np.testing.assert_array_equal(fused(program), arr(6)[:5] * 3.0 + 1.0)
+
+
+def test_numpy_of_a_pending_result_sees_its_values():
+    x = pk.array(arr(7))
+    got = fused(lambda: np.asarray(pk.add(pk.multiply(x, 2.0), x)).copy())
+    np.testing.assert_array_equal(got, arr(7) * 2.0 + arr(7))
+
+
+# --- order with everything else ----------------------------------------------------------------------
+def test_a_host_write_after_an_operation_does_not_change_its_result():
+    x = pk.array(arr(8))
+
+    def program():
+        t = pk.multiply(x, 2.0)
+        x[0] = 100.0
+        return t
+
+    want = arr(8) * 2.0
+    np.testing.assert_array_equal(fused(program), want)
+
+
+def test_an_array_the_program_writes_through_numpy_is_read_when_the_operation_is_called():
+    data = arr(9)
+    x = pk.array(data)  # data stays writable: the program can change x behind kfuse's back
+
+    def program():
+        t = pk.multiply(x, 2.0)
+        data[1] = -1.0
+        return t
+
+    np.testing.assert_array_equal(fused(program), arr(9) * 2.0)
+
+
+@pk.workunit
+def double_in_place(i, v):
+    v[i] = v[i] * 2.0
+
+
+def test_kernel_calls_see_the_operations_before_them_and_not_after():
+    x = pk.array(arr(10))
+
+    def program():
+        t = pk.add(x, 1.0)
+        pk.parallel_for(33, double_in_place, v=t)  # reads and writes t: the operation must have run
+        pk.parallel_for(33, double_in_place, v=x)  # writes x: the next operation reads the doubled x
+        return pk.subtract(t, x)
+
+    np.testing.assert_array_equal(fused(program), (arr(10) + 1.0) * 2.0 - arr(10) * 2.0)
+
+
+def test_a_sum_feeds_a_later_operation_as_a_scalar():
+    x = pk.array(arr(11))
+
+    def program():
+        m = pk.mean(pk.multiply(x, 2.0))
+        return pk.subtract(x, m)
+
+    np.testing.assert_allclose(fused(program), arr(11) - np.mean(arr(11) * 2.0), rtol=0, atol=1e-14)
+
+
+def test_out_accumulates_over_a_loop():
+    def program():
+        a, b, c = pk.zeros(33), pk.array(arr(12)), pk.array(arr(13))
+        for _ in range(5):
+            pk.add(a, pk.add(b, pk.multiply(c, 3.0)), out=a)
+        return a
+
+    want = np.zeros(33)
+    for _ in range(5):
+        want += arr(12) + arr(13) * 3.0
+    np.testing.assert_array_equal(fused(program), want)
+
+
+def test_shifted_views_of_one_array_split_the_kernel():
+    def program():
+        y = pk.array(arr(14))
+        pk.multiply(y[1:], 2.0, out=y[:-1].copy())  # another array: no conflict
+        pk.add(y[:-1], 1.0, out=y[:-1])  # writes y[0:32]
+        pk.multiply(y[1:], 0.5, out=y[1:])  # writes y[1:33], overlapping the last write one element over
+        return y
+
+    want = arr(14)
+    want[:-1] += 1.0
+    want[1:] *= 0.5
+    np.testing.assert_array_equal(fused(program), want)
+
+
+# --- the general path, Hypothesis ----------------------------------------------------------------------
+UNARY = [("sqrt", np.sqrt), ("exp", np.exp), ("log", np.log), ("absolute", np.abs), ("negative", np.negative),
+         ("square", np.square)]
+BINARY = [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply), ("divide", np.divide),
+          ("maximum", np.maximum), ("minimum", np.minimum)]
+
+
+@st.composite
+def programs(draw):
+    """A chain of operations over three arrays: each step a unary op of an earlier value, or a binary op of two
+    earlier values (or one and a scalar, either side), sometimes written into an earlier value (out=); some
+    values kept by the program."""
+    steps = []
+    for _ in range(draw(st.integers(1, 8))):
+        count = 3 + len(steps)
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(range(len(UNARY)))), draw(st.integers(0, count - 1))))
+        else:
+            a, b = draw(st.integers(0, count - 1)), draw(st.one_of(st.integers(0, count - 1),
+                                                                   st.floats(-3, 3, allow_nan=False)))
+            swap = draw(st.booleans())
+            out = draw(st.one_of(st.none(), st.integers(0, count - 1)))
+            steps.append(("b", draw(st.sampled_from(range(len(BINARY)))), a, b, swap, out))
+    kept = draw(st.sets(st.integers(0, 2 + len(steps))))
+    total = draw(st.booleans())
+    return steps, kept, total
+
+
+def interpret(program, values, unary, binary, total_fn):
+    steps, kept, total = program
+    for step in steps:
+        if step[0] == "u":
+            values.append(unary(step[1], values[step[2]]))
+        else:
+            _, op, a, b, swap, out = step
+            left, right = values[a], (values[b] if isinstance(b, int) else b)
+            if swap:
+                left, right = right, left
+            values.append(binary(op, left, right, None if out is None else values[out]))
+    result = [values[i] for i in sorted(kept) if i < len(values)]
+    return result, (total_fn(values[-1]) if total else None)
+
+
+def run_kfuse(program, fusion: bool):
+    values = [pk.array(arr(s, 17, 0.25, 3.0)) for s in (20, 21, 22)]
+
+    def unary(op, v):
+        return getattr(pk, UNARY[op][0])(v)
+
+    def binary(op, a, b, out):
+        return getattr(pk, BINARY[op][0])(a, b, out=out)
+
+    if fusion:
+        pk.enable_fusion()
+    try:
+        with np.errstate(all="ignore"):
+            result, total = interpret(program, values, unary, binary, pk.sum)
+        pk.fence()
+        return [np.array(v) for v in result], (None if total is None else float(total))
+    finally:
+        pk.disable_fusion()
+
+
+def run_numpy(program):
+    values = [arr(s, 17, 0.25, 3.0) for s in (20, 21, 22)]
+
+    def unary(op, v):
+        return UNARY[op][1](v)
+
+    def binary(op, a, b, out):
+        result = BINARY[op][1](a, b)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    with np.errstate(all="ignore"):
+        result, total = interpret(program, values, unary, binary, np.sum)
+    return [np.array(v, dtype=np.float64) for v in result], total
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs())
+def test_fused_chains_equal_eager_and_numpy(program):
+    eager, eager_total = run_kfuse(program, False)
+    got, total = run_kfuse(program, True)
+    want, want_total = run_numpy(program)
+    for e, g, w in zip(eager, got, want):
+        np.testing.assert_array_equal(g, e)
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=0, equal_nan=True)
+    if total is not None:
+        assert total == eager_total or (math.isnan(total) and math.isnan(eager_total))
+        assert total == pytest.approx(want_total, rel=1e-12, nan_ok=True)
+
+
+@pytest.mark.backend("kokkos")
+def test_compiled_chain_equals_eager(fresh_stats):
+    x, mu, var = pk.array(arr(1, 1000)), pk.array(arr(2, 1000)), pk.array(arr(3, 1000))
+    eager = float(chain(x, mu, var))
+    assert fused(lambda: float(chain(x, mu, var))) == eager
+    assert pk.stats()["unstored_arrays"] == 8
