@@ -146,12 +146,16 @@ def zero_counts(b, counts: pk.View1D[pk.int32]):
 
 @pk.workunit
 def bin_atoms(i, x: pk.View2D[pk.double], bin_of: pk.View1D[pk.int32], slot: pk.View1D[pk.int32],
-              counts: pk.View1D[pk.int32], nbx: int, nby: int, nbz: int, lx: float, ly: float, lz: float):
-    """Put atom i in its bin; the atomic counter hands it a unique slot inside that bin."""
-    bx = min(int(x[i][0] * nbx / lx), nbx - 1)
-    by = min(int(x[i][1] * nby / ly), nby - 1)
-    bz = min(int(x[i][2] * nbz / lz), nbz - 1)
-    b = (bx * nby + by) * nbz + bz
+              counts: pk.View1D[pk.int32], nbx: int, nby: int, nbz: int, lx: float, ly: float, lz: float,
+              ox: float, oy: float, oz: float, pad: int):
+    """Put atom i in its bin; the atomic counter hands it a unique slot inside that bin.
+
+    The binned region starts at (ox, oy, oz) and spans nb* bins of l*/nb* each, inside ``pad`` empty
+    layers of bins on every side (a rank's sub-box with its ghosts: the search never wraps around)."""
+    bx = pad + min(int((x[i][0] - ox) * nbx / lx), nbx - 1)
+    by = pad + min(int((x[i][1] - oy) * nby / ly), nby - 1)
+    bz = pad + min(int((x[i][2] - oz) * nbz / lz), nbz - 1)
+    b = (bx * (nby + 2 * pad) + by) * (nbz + 2 * pad) + bz
     bin_of[i] = b
     slot[i] = pk.atomic_fetch_add(counts, [b], 1)
 
@@ -228,3 +232,15 @@ def build_neighbors(i, x: pk.View2D[pk.double], bin_of: pk.View1D[pk.int32], cou
 def count_overflow(i, acc: pk.Acc[pk.int64], num_neigh: pk.View1D[pk.int32], max_neigh: int):
     if num_neigh[i] > max_neigh:
         acc += 1
+
+
+# --- ghost atoms (parallel.py): the positions a rank sends its neighbour --------------------------------
+@pk.workunit
+def pack_positions(i, x: pk.View2D[pk.double], send: pk.View1D[pk.int32], buf: pk.View2D[pk.double], sx: float,
+                   sy: float, sz: float):
+    """Row i of a ghost message: atom send[i]'s position moved by the periodic shift (sx, sy, sz), so the
+    receiver gets the image next to its sub-box."""
+    j = send[i]
+    buf[i][0] = x[j][0] + sx
+    buf[i][1] = x[j][1] + sy
+    buf[i][2] = x[j][2] + sz

@@ -1,0 +1,182 @@
+"""The LJ melt over MPI ranks: spatial domain decomposition, ghost atoms, atom migration, global thermo.
+
+The box is cut into a 3-D grid of sub-boxes, one per rank (``MPI.Compute_dims``). A rank holds its own atoms
+in rows [0, nlocal) of its Views and ghost atoms in rows [nlocal, nlocal + nghost): copies of the atoms within
+the neighbour cutoff of its sub-box, other ranks' or its own, placed at their periodic images, so the pair
+kernels need no minimum image. Each rank runs its own kfuse runtime (one trace, fused on its own); messages
+go through ``kfuse.comm``, which runs the kernels a send needs first and orders kernels after a receive.
+
+Every ``neigh_every`` steps (a rebuild): atoms that left the sub-box move to the neighbour rank (dimension by
+dimension, so a diagonal move takes two hops), every rank wraps its atoms into the box, the ghosts are chosen
+anew (``borders``: x first, then y including the x ghosts, then z, as LAMMPS and ExaMiniMD do, so edges and
+corners arrive) and the neighbour lists are built. Between rebuilds the same ghosts get their new positions
+(``forward``): a kernel packs them, with the periodic shift, into a buffer that ``kfuse.comm.sendrecv`` sends,
+and the neighbour's message lands straight in the ghost rows of ``x``. Thermo sums are reduced with one
+``allreduce`` of three numbers. Choosing atoms to send and migrating them (every 20 steps) are NumPy on the
+host, where the message goes anyway.
+
+The initial state is the one-rank program's (every rank makes the whole lattice and its velocities, then
+keeps its atoms), so runs on any number of ranks start bit for bit alike.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kfuse as pk
+from kfuse import comm as kcomm
+
+from . import kernels as K
+from .neighbor import NeighborList
+from .simulation import Simulation
+
+
+class Swap:
+    """One of the six ghost messages of a step: dimension ``dim``, towards ``dest`` (the lower neighbour for
+    ``side`` -1, the upper for +1), adding ``shift`` to the positions sent, receiving from ``source``."""
+
+    def __init__(self, dim: int, side: int, dest: int, source: int, shift: tuple):
+        self.dim, self.side, self.dest, self.source, self.shift = dim, side, dest, source, shift
+        self.send = pk.View(0, pk.int32)  # rows of x whose positions go out
+        self.buf = pk.View((0, 3), pk.double)
+        self.first = self.count = 0  # where the received ghosts go in x, and how many
+
+
+class ParallelSimulation(Simulation):
+    """One rank's part of the LJ system; ``comm`` has every rank of the run (more than one)."""
+
+    def __init__(self, inp, velocities: str, comm):
+        MPI = kcomm.mpi()
+        self.grid = tuple(MPI.Compute_dims(comm.Get_size(), 3))
+        self.comm = comm.Create_cart(self.grid, periods=[True] * 3)
+        self.coords = tuple(self.comm.Get_coords(self.comm.Get_rank()))
+        super().__init__(inp, velocities)  # calls place_atoms, then neighbor_list
+
+    # --- what this rank holds -----------------------------------------------------------------------
+    def _edge(self, dim: int, c: int) -> float:
+        """Where sub-box ``c`` starts along ``dim``; both ranks at an edge compute the same number."""
+        return self.box[dim] if c == self.grid[dim] else self.box[dim] * c / self.grid[dim]
+
+    def place_atoms(self, positions: np.ndarray, velocities: np.ndarray) -> None:
+        self.lo = tuple(self._edge(d, self.coords[d]) for d in range(3))
+        self.hi = tuple(self._edge(d, self.coords[d] + 1) for d in range(3))
+        self.ghost_cutoff = self.input.coeff.cutoff + self.input.skin
+        for d in range(3):
+            if self.hi[d] - self.lo[d] < self.ghost_cutoff:
+                raise ValueError(f"sub-box side {self.hi[d] - self.lo[d]:g} along {'xyz'[d]} (grid "
+                                 f"{'x'.join(map(str, self.grid))}) is below the neighbour cutoff "
+                                 f"{self.ghost_cutoff:g}: use fewer ranks or more cells")
+        mine = np.all((positions >= self.lo) & (positions < self.hi), axis=1)
+        n = self.nlocal = int(mine.sum())
+        self.nghost = 0
+        self.image_box = (math.inf,) * 3  # ghosts are the periodic images
+        self.x = pk.View((n, 3), pk.double)
+        self.x[:] = positions[mine]
+        self.v = pk.View((n, 3), pk.double)
+        self.v[:] = velocities[mine]
+        self.atype = pk.View(n, pk.int32)
+        self.atype.fill(self.input.atom_type)
+        self.f = pk.View((n, 3), pk.double)
+        self.virial = pk.View(n, pk.double)
+        self.swaps = []
+        for d in range(3):
+            lower, upper = self.comm.Shift(d, 1)
+            for side, dest, source in ((-1, lower, upper), (1, upper, lower)):
+                at_edge = self.coords[d] == (0 if side < 0 else self.grid[d] - 1)
+                shift = tuple(-side * self.box[d] if k == d and at_edge else 0.0 for k in range(3))
+                self.swaps.append(Swap(d, side, dest, source, shift))
+
+    def neighbor_list(self, cutoff: float, density: float) -> NeighborList:
+        gc = self.ghost_cutoff
+        region = tuple(h - lo + 2 * gc for lo, h in zip(self.lo, self.hi))
+        return NeighborList(self.nlocal, region, cutoff, density, origin=tuple(lo - gc for lo in self.lo))
+
+    def _room(self, rows: int, *names: str) -> None:
+        """Grow the Views ``names`` to at least ``rows`` rows (keeping their contents), with room to spare."""
+        for name in names:
+            view = getattr(self, name)
+            if view.extent(0) < rows:
+                view.resize(0, rows + rows // 4 + 16)
+
+    # --- communication ------------------------------------------------------------------------------
+    def communicate(self, rebuild: bool) -> None:
+        if rebuild:
+            self.migrate()
+            self.wrap()
+            self.borders()
+        else:
+            self.forward()
+
+    def _exchange_counts(self, count: int, dest: int, source: int) -> int:
+        got = np.zeros(1, np.int64)
+        kcomm.sendrecv(np.array([count], np.int64), dest, got, source, comm=self.comm)
+        return int(got[0])
+
+    def migrate(self) -> None:
+        """Send the atoms that left the sub-box (positions not yet wrapped) to the neighbour they moved towards,
+        and take in the neighbours' (an atom moves less than a sub-box between rebuilds)."""
+        for d in range(3):
+            if self.grid[d] == 1:
+                continue  # the whole box along d: wrapping keeps every atom here
+            n = self.nlocal
+            x, v, t = self.x.copy()[:n], self.v.copy()[:n], self.atype.copy()[:n]
+            width = self.hi[d] - self.lo[d]
+            if np.any((x[:, d] < self.lo[d] - width) | (x[:, d] >= self.hi[d] + width)):
+                raise RuntimeError(f"an atom of rank {self.comm.Get_rank()} moved more than a sub-box along "
+                                   f"{'xyz'[d]} between neighbour list rebuilds")
+            below, above = x[:, d] < self.lo[d], x[:, d] >= self.hi[d]
+            stay = ~(below | above)
+            kept = [np.concatenate([x[stay], v[stay], t[stay, None]], axis=1)]
+            lower, upper = self.comm.Shift(d, 1)
+            for leaving, dest, source in ((below, lower, upper), (above, upper, lower)):
+                out = np.ascontiguousarray(np.concatenate([x[leaving], v[leaving], t[leaving, None]], axis=1))
+                into = np.empty((self._exchange_counts(len(out), dest, source), 7))
+                kcomm.sendrecv(out, dest, into, source, comm=self.comm)
+                kept.append(into)
+            atoms = np.concatenate(kept)
+            self.nlocal = n = len(atoms)
+            self._room(n, "x", "v", "f", "atype", "virial")
+            self.x[:n] = atoms[:, 0:3]
+            self.v[:n] = atoms[:, 3:6]
+            self.atype[:n] = atoms[:, 6]
+
+    def borders(self) -> None:
+        """Choose the ghosts: per dimension, the atoms (own, and ghosts from earlier dimensions) within the
+        neighbour cutoff of each face of the sub-box, sent to the rank beyond it; then their positions."""
+        gc = self.ghost_cutoff
+        self.nghost = 0
+        for d in range(3):
+            candidates = self.nlocal + self.nghost  # not the ghosts this dimension brings
+            column = self.x.copy()[:candidates, d]
+            for swap in self.swaps[2 * d:2 * d + 2]:
+                near = column < self.lo[d] + gc if swap.side < 0 else column >= self.hi[d] - gc
+                rows = np.nonzero(near)[0].astype(np.int32)
+                swap.send = pk.View(len(rows), pk.int32)
+                swap.send[:] = rows
+                swap.buf = pk.View((len(rows), 3), pk.double)
+                swap.first = self.nlocal + self.nghost
+                swap.count = self._exchange_counts(len(rows), swap.dest, swap.source)
+                self.nghost += swap.count
+                self._room(self.nlocal + self.nghost, "x")
+                self._send_positions(swap)
+
+    def forward(self) -> None:
+        """New positions for the ghosts, along the lists the last rebuild chose."""
+        for swap in self.swaps:
+            self._send_positions(swap)
+
+    def _send_positions(self, swap: Swap) -> None:
+        sx, sy, sz = swap.shift
+        pk.parallel_for("pack_positions", swap.send.extent(0), K.pack_positions, x=self.x, send=swap.send,
+                        buf=swap.buf, sx=sx, sy=sy, sz=sz)
+        kcomm.sendrecv(swap.buf, swap.dest, self.x[swap.first:swap.first + swap.count], swap.source, comm=self.comm)
+
+    # --- the rest of a step -------------------------------------------------------------------------
+    def build_neighbors(self) -> None:
+        self.neighbors.build(self.x, self.nlocal, self.nlocal + self.nghost)
+
+    def sums(self) -> tuple:
+        """The system's kinetic energy, pair energy and virial sum: each rank's, added over the ranks."""
+        local = (self.kinetic_energy(), self.potential_energy(), self.virial_sum())
+        return tuple(float(s) for s in kcomm.allreduce(local, comm=self.comm))
