@@ -21,11 +21,13 @@ keeps its atoms), so runs on any number of ranks start bit for bit alike.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
 import kfuse as pk
 from kfuse import comm as kcomm
+from kfuse.spaces import on_device
 
 from . import kernels as K
 from .neighbor import NeighborList
@@ -69,7 +71,7 @@ class ParallelSimulation(Simulation):
                                  f"{self.ghost_cutoff:g}: use fewer ranks or more cells")
         mine = np.all((positions >= self.lo) & (positions < self.hi), axis=1)
         n = self.nlocal = int(mine.sum())
-        self.nghost = 0
+        self.nghost = self.arrived = 0  # ghosts now; atoms that migrated here so far
         self.image_box = (math.inf,) * 3  # ghosts are the periodic images
         self.x = pk.View((n, 3), pk.double)
         self.x[:] = positions[mine]
@@ -134,6 +136,7 @@ class ParallelSimulation(Simulation):
                 into = np.empty((self._exchange_counts(len(out), dest, source), 7))
                 kcomm.sendrecv(out, dest, into, source, comm=self.comm)
                 kept.append(into)
+                self.arrived += len(into)
             atoms = np.concatenate(kept)
             self.nlocal = n = len(atoms)
             self._room(n, "x", "v", "f", "atype", "virial")
@@ -180,3 +183,12 @@ class ParallelSimulation(Simulation):
         """The system's kinetic energy, pair energy and virial sum: each rank's, added over the ranks."""
         local = (self.kinetic_energy(), self.potential_energy(), self.virial_sum())
         return tuple(float(s) for s in kcomm.allreduce(local, comm=self.comm))
+
+    def timing_report(self) -> str:
+        gpu = on_device(pk.get_default_space().value)
+        where = (f"one GPU per rank (CUDA_VISIBLE_DEVICES {os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')} on "
+                 "rank 0)" if gpu else "host")
+        return (super().timing_report() + f"\n  MPI: {self.comm.Get_size()} ranks, process grid "
+                f"{'x'.join(map(str, self.grid))}; rank 0 holds {self.nlocal} atoms and {self.nghost} ghosts "
+                f"({self.arrived} atoms migrated in); "
+                f"kernels on {where}, messages staged through host memory")
