@@ -1,5 +1,5 @@
-"""Command line: ``[mpiexec -n R] python examples/examinimd/main.py [INPUT] --cells N --steps S [--velocities G]
-[--fusion]``.
+"""Command line: ``[mpiexec -n R] python examples/examinimd/main.py [INPUT] --cells N|NX,NY,NZ --steps S
+[--velocities G] [--fusion]``.
 
 Prints the thermo table (step, temperature, potential energy and total energy per atom, pressure),
 then the time per phase and per step; with ``--fusion`` also what the fuser did (``pk.explain()``).
@@ -26,7 +26,8 @@ from examinimd.atoms import VELOCITY_GENERATORS  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="ExaMiniMD-style Lennard-Jones MD on kfuse kernels")
     parser.add_argument("input", nargs="?", default=str(DEFAULT_INPUT), help="LAMMPS-style input (default: in.lj)")
-    parser.add_argument("--cells", type=int, help="fcc unit cells per side (overrides the input's region)")
+    parser.add_argument("--cells", type=_cells, help="fcc unit cells per side, N or NX,NY,NZ (overrides the input's "
+                        "region)")
     parser.add_argument("--steps", type=int, help="time steps (overrides the input's run)")
     parser.add_argument("--velocities", choices=VELOCITY_GENERATORS, default="lammps",
                         help="loop geom generator: lammps (as ExaMiniMD, the default) or hash (lattice-site hash)")
@@ -54,6 +55,17 @@ def main(argv=None) -> int:
         if report:
             print(report)
     return 0
+
+
+def _cells(text: str):
+    """``--cells``: ``N``, or ``NX,NY,NZ``."""
+    try:
+        sides = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or NX,NY,NZ (integers), got {text!r}") from None
+    if len(sides) not in (1, 3):
+        raise argparse.ArgumentTypeError(f"expected N or NX,NY,NZ, got {len(sides)} numbers")
+    return sides[0] if len(sides) == 1 else sides
 
 
 def _world():
