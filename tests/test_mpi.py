@@ -6,6 +6,7 @@ installs it into the virtual environment, so it is never missing in CI) and comp
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -131,9 +132,11 @@ import json, sys
 sys.path.insert(0, {examples!r})
 from mpi4py import MPI
 from examinimd import run_simulation
-rows = run_simulation(cells=8, steps=50, fusion={fusion}, comm=MPI.COMM_WORLD)
+sims = []
+rows = run_simulation(cells=8, steps=50, fusion={fusion}, comm=MPI.COMM_WORLD, simulation=sims)
+atoms = MPI.COMM_WORLD.allreduce(sims[0].nlocal)
 if MPI.COMM_WORLD.Get_rank() == 0:
-    print(json.dumps([list(r) for r in rows]))
+    print(json.dumps({{"rows": [list(r) for r in rows], "atoms": atoms, "grid": sims[0].grid}}))
 """
 
 
@@ -152,9 +155,13 @@ def one_rank():
     return run_simulation(cells=8, steps=50)
 
 
-@pytest.mark.parametrize("fusion", [True, False])
-def test_two_ranks_give_the_one_rank_thermo(one_rank, fusion):
-    rows = json.loads(mpiexec(2, "-c", ROWS.format(examples=str(REPO / "examples"), fusion=fusion)))
+@pytest.mark.parametrize("ranks, fusion, grid", [(2, True, [2, 1, 1]), (2, False, [2, 1, 1]), (4, False, [2, 2, 1])])
+def test_ranks_give_the_one_rank_thermo(one_rank, ranks, fusion, grid):
+    """Every atom stays on exactly one rank, and the thermo is the 1-rank run's (rounding apart: ghost images,
+    sums in another order). Four ranks cut two dimensions: ghosts of ghosts, migration along x then y."""
+    got = json.loads(mpiexec(ranks, "-c", ROWS.format(examples=str(REPO / "examples"), fusion=fusion)))
+    assert got["grid"] == grid and got["atoms"] == 4 * 8 ** 3
+    rows = got["rows"]
     assert [r[0] for r in rows] == [r.step for r in one_rank] == [0, 10, 20, 30, 40, 50]
     expected, got = np.array([r[1:] for r in one_rank]), np.array([r[1:] for r in rows])
     assert np.max(np.abs(got - expected) / np.abs(expected)) < 1e-6
@@ -167,6 +174,7 @@ def test_command_line_on_two_ranks_prints_the_thermo_and_the_decomposition(one_r
     printed = np.array([[float(v) for v in line.split()] for line in lines[1:7]])
     assert np.abs(printed - np.array([list(r) for r in one_rank])).max() <= 1.01e-6  # printed to 6 decimals
     assert "MPI: 2 ranks, process grid 2x1x1; rank 0 holds" in out and "messages staged through host memory" in out
+    assert int(re.search(r"\((\d+) atoms migrated in\)", out).group(1)) > 0
 
 
 def test_one_process_prints_the_same_with_or_without_mpi4py(monkeypatch, capsys):

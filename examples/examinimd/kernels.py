@@ -147,15 +147,16 @@ def zero_counts(b, counts: pk.View1D[pk.int32]):
 @pk.workunit
 def bin_atoms(i, x: pk.View2D[pk.double], bin_of: pk.View1D[pk.int32], slot: pk.View1D[pk.int32],
               counts: pk.View1D[pk.int32], nbx: int, nby: int, nbz: int, lx: float, ly: float, lz: float,
-              ox: float, oy: float, oz: float, pad: int):
+              ox: float, oy: float, oz: float, px: int, py: int, pz: int):
     """Put atom i in its bin; the atomic counter hands it a unique slot inside that bin.
 
-    The binned region starts at (ox, oy, oz) and spans nb* bins of l*/nb* each, inside ``pad`` empty
-    layers of bins on every side (a rank's sub-box with its ghosts: the search never wraps around)."""
-    bx = pad + min(int((x[i][0] - ox) * nbx / lx), nbx - 1)
-    by = pad + min(int((x[i][1] - oy) * nby / ly), nby - 1)
-    bz = pad + min(int((x[i][2] - oz) * nbz / lz), nbz - 1)
-    b = (bx * (nby + 2 * pad) + by) * (nbz + 2 * pad) + bz
+    The binned region starts at (ox, oy, oz) and spans nb* bins of l*/nb* each, inside p* (0 or 1) empty
+    layers of bins on both sides (along a dimension where a rank's sub-box has ghosts: the search then never
+    wraps around there)."""
+    bx = px + min(int((x[i][0] - ox) * nbx / lx), nbx - 1)
+    by = py + min(int((x[i][1] - oy) * nby / ly), nby - 1)
+    bz = pz + min(int((x[i][2] - oz) * nbz / lz), nbz - 1)
+    b = (bx * (nby + 2 * py) + by) * (nbz + 2 * pz) + bz
     bin_of[i] = b
     slot[i] = pk.atomic_fetch_add(counts, [b], 1)
 

@@ -17,20 +17,22 @@ class NeighborList:
 
     By default the region is the periodic box [0, box): bins wrap around and each j appears once, found by its
     minimum-image distance. That stays exact for the force even when the neighbour cutoff exceeds half the box,
-    as long as the force cutoff does not (the driver checks it). With ``origin``, the region is
-    origin + [0, box), a rank's sub-box with its ghost atoms (parallel.py), which already are the periodic
-    images: bins sit inside one empty layer on each side, so the search never wraps, and distances are plain.
+    as long as the force cutoff does not (the driver checks it). A rank of a multi-rank run (parallel.py) bins
+    origin + [0, box) instead, and along the dimensions that are not ``periodic`` its ghost atoms already are
+    the periodic images: there the bins sit inside one empty layer on each side, so the search never wraps,
+    and distances are plain.
     """
 
-    def __init__(self, natoms: int, box: tuple, cutoff: float, density: float, origin: tuple | None = None):
+    def __init__(self, natoms: int, box: tuple, cutoff: float, density: float, origin: tuple = (0.0, 0.0, 0.0),
+                 periodic: tuple = (True, True, True)):
         self.box = tuple(float(b) for b in box)
-        self.origin = (0.0, 0.0, 0.0) if origin is None else tuple(float(o) for o in origin)
-        self.pad = 0 if origin is None else 1
-        self.image_box = self.box if origin is None else (math.inf,) * 3  # min_image(d, inf) is d
+        self.origin = tuple(float(o) for o in origin)
+        self.pads = tuple(0 if p else 1 for p in periodic)
+        self.image_box = tuple(b if p else math.inf for b, p in zip(self.box, periodic))  # min_image(d, inf) is d
         self.cutsq = cutoff * cutoff
         self.bins = tuple(max(1, int(b // cutoff)) for b in box)
-        self.stencil_start = tuple(-1 if n + 2 * self.pad >= 3 else 0 for n in self.bins)
-        nbins = math.prod(n + 2 * self.pad for n in self.bins)
+        self.stencil_start = tuple(-1 if n + 2 * p >= 3 else 0 for n, p in zip(self.bins, self.pads))
+        nbins = math.prod(n + 2 * p for n, p in zip(self.bins, self.pads))
         self.counts = pk.View(nbins, pk.int32)
         self.offsets = pk.View(nbins, pk.int32)
         # Expected neighbours: density times the cutoff sphere's volume; room for fluctuations on top.
@@ -61,9 +63,10 @@ class NeighborList:
         nbx, nby, nbz = self.bins
         lx, ly, lz = self.box
         ox, oy, oz = self.origin
+        px, py, pz = self.pads
         pk.parallel_for("zero_counts", self.counts.extent(0), K.zero_counts, counts=self.counts)
         pk.parallel_for("bin_atoms", nb, K.bin_atoms, x=x, bin_of=self.bin_of, slot=self.slot, counts=self.counts,
-                        nbx=nbx, nby=nby, nbz=nbz, lx=lx, ly=ly, lz=lz, ox=ox, oy=oy, oz=oz, pad=self.pad)
+                        nbx=nbx, nby=nby, nbz=nbz, lx=lx, ly=ly, lz=lz, ox=ox, oy=oy, oz=oz, px=px, py=py, pz=pz)
         pk.parallel_scan("bin_offsets", self.counts.extent(0), K.bin_offsets, counts=self.counts,
                          offsets=self.offsets)
         pk.parallel_for("fill_bins", nb, K.fill_bins, bin_of=self.bin_of, slot=self.slot, offsets=self.offsets,
@@ -81,7 +84,7 @@ class NeighborList:
         self.builds += 1
 
     def _search(self, x, n: int) -> None:
-        nbx, nby, nbz = (b + 2 * self.pad for b in self.bins)
+        nbx, nby, nbz = (b + 2 * p for b, p in zip(self.bins, self.pads))
         sx, sy, sz = self.stencil_start
         lx, ly, lz = self.image_box
         pk.parallel_for("build_neighbors", n, K.build_neighbors, x=x, bin_of=self.bin_of,

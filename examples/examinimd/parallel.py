@@ -1,15 +1,16 @@
 """The LJ melt over MPI ranks: spatial domain decomposition, ghost atoms, atom migration, global thermo.
 
 The box is cut into a 3-D grid of sub-boxes, one per rank (``MPI.Compute_dims``). A rank holds its own atoms
-in rows [0, nlocal) of its Views and ghost atoms in rows [nlocal, nlocal + nghost): copies of the atoms within
-the neighbour cutoff of its sub-box, other ranks' or its own, placed at their periodic images, so the pair
-kernels need no minimum image. Each rank runs its own kfuse runtime (one trace, fused on its own); messages
+in rows [0, nlocal) of its Views and ghost atoms in rows [nlocal, nlocal + nghost): copies of the atoms of
+other ranks within the neighbour cutoff of its sub-box, placed at their periodic images, so pair distances
+along a dimension the grid cuts are plain differences. Along a dimension with one rank the sub-box is the
+whole box and the minimum image does it, as in the one-rank program (no ghosts of its own atoms). Each rank runs its own kfuse runtime (one trace, fused on its own); messages
 go through ``kfuse.comm``, which runs the kernels a send needs first and orders kernels after a receive.
 
 Every ``neigh_every`` steps (a rebuild): atoms that left the sub-box move to the neighbour rank (dimension by
 dimension, so a diagonal move takes two hops), every rank wraps its atoms into the box, the ghosts are chosen
 anew (``borders``: x first, then y including the x ghosts, then z, as LAMMPS and ExaMiniMD do, so edges and
-corners arrive) and the neighbour lists are built. Between rebuilds the same ghosts get their new positions
+corners arrive; only along dimensions the grid cuts) and the neighbour lists are built. Between rebuilds the same ghosts get their new positions
 (``forward``): a kernel packs them, with the periodic shift, into a buffer that ``kfuse.comm.sendrecv`` sends,
 and the neighbour's message lands straight in the ghost rows of ``x``. Thermo sums are reduced with one
 ``allreduce`` of three numbers. Choosing atoms to send and migrating them (every 20 steps) are NumPy on the
@@ -35,7 +36,7 @@ from .simulation import Simulation
 
 
 class Swap:
-    """One of the six ghost messages of a step: dimension ``dim``, towards ``dest`` (the lower neighbour for
+    """One of the two ghost messages per cut dimension and step: dimension ``dim``, towards ``dest`` (the lower neighbour for
     ``side`` -1, the upper for +1), adding ``shift`` to the positions sent, receiving from ``source``."""
 
     def __init__(self, dim: int, side: int, dest: int, source: int, shift: tuple):
@@ -54,6 +55,7 @@ class ParallelSimulation(Simulation):
         self.grid = tuple(MPI.Compute_dims(comm.Get_size(), 3))
         self.comm = comm.Create_cart(self.grid, periods=[True] * 3)
         self.coords = tuple(self.comm.Get_coords(self.comm.Get_rank()))
+        self.cut = tuple(g > 1 for g in self.grid)  # dimensions split over ranks: ghosts there, no minimum image
         super().__init__(inp, velocities)  # calls place_atoms, then neighbor_list
 
     # --- what this rank holds -----------------------------------------------------------------------
@@ -66,14 +68,14 @@ class ParallelSimulation(Simulation):
         self.hi = tuple(self._edge(d, self.coords[d] + 1) for d in range(3))
         self.ghost_cutoff = self.input.coeff.cutoff + self.input.skin
         for d in range(3):
-            if self.hi[d] - self.lo[d] < self.ghost_cutoff:
+            if self.cut[d] and self.hi[d] - self.lo[d] < self.ghost_cutoff:
                 raise ValueError(f"sub-box side {self.hi[d] - self.lo[d]:g} along {'xyz'[d]} (grid "
                                  f"{'x'.join(map(str, self.grid))}) is below the neighbour cutoff "
                                  f"{self.ghost_cutoff:g}: use fewer ranks or more cells")
         mine = np.all((positions >= self.lo) & (positions < self.hi), axis=1)
         n = self.nlocal = int(mine.sum())
         self.nghost = self.arrived = 0  # ghosts now; atoms that migrated here so far
-        self.image_box = (math.inf,) * 3  # ghosts are the periodic images
+        self.image_box = tuple(math.inf if c else b for c, b in zip(self.cut, self.box))  # min_image(d, inf) is d
         self.x = pk.View((n, 3), pk.double)
         self.x[:] = positions[mine]
         self.v = pk.View((n, 3), pk.double)
@@ -83,7 +85,7 @@ class ParallelSimulation(Simulation):
         self.f = pk.View((n, 3), pk.double)
         self.virial = pk.View(n, pk.double)
         self.swaps = []
-        for d in range(3):
+        for d in (d for d in range(3) if self.cut[d]):
             lower, upper = self.comm.Shift(d, 1)
             for side, dest, source in ((-1, lower, upper), (1, upper, lower)):
                 at_edge = self.coords[d] == (0 if side < 0 else self.grid[d] - 1)
@@ -92,8 +94,9 @@ class ParallelSimulation(Simulation):
 
     def neighbor_list(self, cutoff: float, density: float) -> NeighborList:
         gc = self.ghost_cutoff
-        region = tuple(h - lo + 2 * gc for lo, h in zip(self.lo, self.hi))
-        return NeighborList(self.nlocal, region, cutoff, density, origin=tuple(lo - gc for lo in self.lo))
+        region = tuple(h - lo + 2 * gc if c else h - lo for c, lo, h in zip(self.cut, self.lo, self.hi))
+        origin = tuple(lo - gc if c else lo for c, lo in zip(self.cut, self.lo))
+        return NeighborList(self.nlocal, region, cutoff, density, origin, periodic=tuple(not c for c in self.cut))
 
     def _room(self, rows: int, *names: str) -> None:
         """Grow the Views ``names`` to at least ``rows`` rows (keeping their contents), with room to spare."""
@@ -119,9 +122,7 @@ class ParallelSimulation(Simulation):
     def migrate(self) -> None:
         """Send the atoms that left the sub-box (positions not yet wrapped) to the neighbour they moved towards,
         and take in the neighbours' (an atom moves less than a sub-box between rebuilds)."""
-        for d in range(3):
-            if self.grid[d] == 1:
-                continue  # the whole box along d: wrapping keeps every atom here
+        for d in (d for d in range(3) if self.cut[d]):  # elsewhere wrapping keeps every atom here
             n = self.nlocal
             x, v, t = self.x.copy()[:n], self.v.copy()[:n], self.atype.copy()[:n]
             width = self.hi[d] - self.lo[d]
@@ -150,10 +151,10 @@ class ParallelSimulation(Simulation):
         neighbour cutoff of each face of the sub-box, sent to the rank beyond it; then their positions."""
         gc = self.ghost_cutoff
         self.nghost = 0
-        for d in range(3):
+        for d in (d for d in range(3) if self.cut[d]):
             candidates = self.nlocal + self.nghost  # not the ghosts this dimension brings
             column = self.x.copy()[:candidates, d]
-            for swap in self.swaps[2 * d:2 * d + 2]:
+            for swap in (swap for swap in self.swaps if swap.dim == d):
                 near = column < self.lo[d] + gc if swap.side < 0 else column >= self.hi[d] - gc
                 rows = np.nonzero(near)[0].astype(np.int32)
                 swap.send = pk.View(len(rows), pk.int32)
