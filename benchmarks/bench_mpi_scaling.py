@@ -11,8 +11,9 @@ after (timings of a shared machine mean little without it) and a Markdown table:
 loop time, atom-steps/s (system total), scaling against the fewest ranks (strong: speedup, weak: efficiency of
 the rate per rank), the share of the loop in the comm phase (ghost exchange and migration, with the waiting for
 the neighbour; with fusion it also holds kernels the first send runs, so read it from the eager rows), and the
-bytes of ghost positions rank 0 sends per step. GPU runs: set KFUSE_DEFAULT_SPACE=Cuda; each rank takes the GPU
-of its local rank (examples/examinimd/README.md).
+bytes of ghost positions rank 0 sends per step. A second table times the ghost position exchange alone (pack
+kernels and messages of 200 steps, no forces) for each multi-rank configuration. GPU runs: set
+KFUSE_DEFAULT_SPACE=Cuda; each rank takes the GPU of its local rank (examples/examinimd/README.md).
 """
 from __future__ import annotations
 
@@ -41,22 +42,59 @@ def process_grid(ranks: int, python: str) -> tuple:
                                                 check=True).stdout.split())
 
 
-def run(args, ranks: int, cells: tuple, fused: bool, steps: int) -> str:
+def simulate(args, ranks: int, cells: tuple, fused: bool, steps: int) -> str:
+    return run(args, ranks, [str(MAIN), "--cells", ",".join(map(str, cells)), "--steps", str(steps)]
+               + (["--fusion"] if fused else []))
+
+
+def run(args, ranks: int, program: list) -> str:
+    """Rank 0's output of ``python <program>`` on ``ranks`` ranks."""
     env = dict(os.environ, KFUSE_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    command = [args.mpiexec, "-n", str(ranks), args.python, str(MAIN), "--cells", ",".join(map(str, cells)),
-               "--steps", str(steps)] + (["--fusion"] if fused else [])
+    command = [args.mpiexec, "-n", str(ranks), args.python, *program]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(command)}\n{done.stderr[-3000:]}")
     return done.stdout
 
 
+EXCHANGE = """
+import sys, time
+sys.path.insert(0, {examples!r})
+from mpi4py import MPI
+import kfuse as pk
+from examinimd.input import read
+from examinimd.parallel import ParallelSimulation
+world = MPI.COMM_WORLD
+sim = ParallelSimulation(read().with_overrides(cells={cells}, steps=0), "lammps", world)
+sim.setup()
+sim.forward()  # compiles the pack kernel
+pk.fence()
+world.Barrier()
+start = time.perf_counter()
+for _ in range({repeats}):
+    sim.forward()
+pk.fence()
+seconds = world.allreduce((time.perf_counter() - start) / {repeats}, op=MPI.MAX)
+sent = sum(swap.send.extent(0) for swap in sim.swaps) * 24
+if world.Get_rank() == 0:
+    print(seconds, sent, len(sim.swaps))
+"""
+
+
+def exchange(args, ranks: int, cells: tuple) -> tuple:
+    """Seconds per step of the ghost position exchange alone (slowest rank, mean of 200), bytes rank 0 sends
+    per step, messages per step."""
+    code = EXCHANGE.format(examples=str(REPO / "examples"), cells=cells, repeats=200)
+    seconds, sent, messages = run(args, ranks, ["-c", code]).split()
+    return float(seconds), int(sent), int(messages)
+
+
 def measure(args, ranks: int, cells: tuple, fused: bool) -> dict:
-    run(args, ranks, cells, fused, min(args.steps, 21))  # compiles; includes a neighbour list rebuild
+    simulate(args, ranks, cells, fused, min(args.steps, 21))  # compiles; includes a neighbour list rebuild
     best = None
     for _ in range(args.repeats):
-        out = run(args, ranks, cells, fused, args.steps)
+        out = simulate(args, ranks, cells, fused, args.steps)
         loop = LOOP.search(out)
         if loop is None:
             sys.exit(f"no 'Loop time' line in the output of {ranks} rank(s), cells {cells}:\n{out[-2000:]}")
@@ -104,6 +142,15 @@ def main(argv=None) -> int:
                             f"{r['atoms']} | {r['atoms'] // ranks} | {r['seconds']:.3f} | {r['rate']:.4g} | "
                             f"{gain:.2f} | {r['comm']:.1f} | {r['ghosts']} | {r['bytes']} |")
                 print(rows[-1], flush=True)
+    exchanges = []
+    for scaling in ("strong", "weak"):
+        for ranks in (r for r in args.ranks if r > 1):
+            cells = ((args.cells,) * 3 if scaling == "strong"
+                     else tuple(args.weak_cells * g for g in process_grid(ranks, args.python)))
+            seconds, sent, messages = exchange(args, ranks, cells)
+            exchanges.append(f"| {scaling} | {ranks} | {'x'.join(map(str, cells))} | {messages} | {sent} | "
+                             f"{1e3 * seconds:.3f} |")
+            print(exchanges[-1], flush=True)
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
     print(f"\n{args.steps} steps, {args.threads} OpenMP thread(s) per rank; scaling: strong = speedup over "
           f"{args.ranks[0]} rank(s), weak = atom-steps/s per rank relative to {args.ranks[0]} rank(s)\n")
@@ -111,6 +158,11 @@ def main(argv=None) -> int:
           "ghosts (rank 0) | ghost bytes/step (rank 0) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    if exchanges:
+        print("\nThe ghost position exchange alone (pack kernels and messages, no forces), slowest rank, mean of 200:\n")
+        print("| scaling | ranks | cells | messages/step | bytes sent/step (rank 0) | ms/step |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(exchanges))
     return 0
 
 
