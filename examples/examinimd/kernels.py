@@ -245,3 +245,11 @@ def pack_positions(i, x: pk.View2D[pk.double], send: pk.View1D[pk.int32], buf: p
     buf[i][0] = x[j][0] + sx
     buf[i][1] = x[j][1] + sy
     buf[i][2] = x[j][2] + sz
+
+
+@pk.workunit
+def unpack_positions(i, x: pk.View2D[pk.double], buf: pk.View2D[pk.double], first: int):
+    """A received ghost message into rows first, first + 1, ... of x (a kernel, so that on a GPU only the
+    message crosses to the device, not all of x)."""
+    for d in range(3):
+        x[first + i][d] = buf[i][d]

@@ -4,17 +4,19 @@ The box is cut into a 3-D grid of sub-boxes, one per rank (``MPI.Compute_dims``)
 in rows [0, nlocal) of its Views and ghost atoms in rows [nlocal, nlocal + nghost): copies of the atoms of
 other ranks within the neighbour cutoff of its sub-box, placed at their periodic images, so pair distances
 along a dimension the grid cuts are plain differences. Along a dimension with one rank the sub-box is the
-whole box and the minimum image does it, as in the one-rank program (no ghosts of its own atoms). Each rank runs its own kfuse runtime (one trace, fused on its own); messages
-go through ``kfuse.comm``, which runs the kernels a send needs first and orders kernels after a receive.
+whole box and the minimum image does it, as in the one-rank program (no ghosts of its own atoms). Each rank
+runs its own kfuse runtime (one trace, fused on its own); messages go through ``kfuse.comm``, which runs the
+kernels a send needs first and orders kernels after a receive.
 
 Every ``neigh_every`` steps (a rebuild): atoms that left the sub-box move to the neighbour rank (dimension by
 dimension, so a diagonal move takes two hops), every rank wraps its atoms into the box, the ghosts are chosen
 anew (``borders``: x first, then y including the x ghosts, then z, as LAMMPS and ExaMiniMD do, so edges and
-corners arrive; only along dimensions the grid cuts) and the neighbour lists are built. Between rebuilds the same ghosts get their new positions
-(``forward``): a kernel packs them, with the periodic shift, into a buffer that ``kfuse.comm.sendrecv`` sends,
-and the neighbour's message lands straight in the ghost rows of ``x``. Thermo sums are reduced with one
-``allreduce`` of three numbers. Choosing atoms to send and migrating them (every 20 steps) are NumPy on the
-host, where the message goes anyway.
+corners arrive; only along dimensions the grid cuts) and the neighbour lists are built. Between rebuilds the
+same ghosts get their new positions (``forward``): a kernel packs them, with the periodic shift, into a buffer
+that ``kfuse.comm.sendrecv`` sends, and another unpacks the neighbour's message into the ghost rows of ``x``
+(on a GPU only messages cross to the host and back, never the whole of ``x``). Thermo sums are reduced with
+one ``allreduce`` of three numbers. Choosing the atoms to send and migrating them (every 20 steps) are NumPy
+on the host, where the messages go anyway.
 
 The initial state is the one-rank program's (every rank makes the whole lattice and its velocities, then
 keeps its atoms), so runs on any number of ranks start bit for bit alike.
@@ -42,9 +44,9 @@ class Swap:
     def __init__(self, dim: int, side: int, dest: int, source: int, shift: tuple):
         self.dim, self.side, self.dest, self.source, self.shift = dim, side, dest, source, shift
         self.send = pk.View(0, pk.int32)  # rows of x whose positions go out
-        self.buf = pk.View((0, 3), pk.double)
-        self.first = self.count = 0  # where the received ghosts go in x, and how many
-        self.ghosts = None  # x[first:first + count], made once per rebuild (after x last grows)
+        self.buf = pk.View((0, 3), pk.double)  # the message out
+        self.recv = pk.View((0, 3), pk.double)  # the message in
+        self.first = 0  # where the received ghosts go in x
 
 
 class ParallelSimulation(Simulation):
@@ -161,24 +163,25 @@ class ParallelSimulation(Simulation):
                 swap.send[:] = rows
                 swap.buf = pk.View((len(rows), 3), pk.double)
                 swap.first = self.nlocal + self.nghost
-                swap.count = self._exchange_counts(len(rows), swap.dest, swap.source)
-                self.nghost += swap.count
+                count = self._exchange_counts(len(rows), swap.dest, swap.source)
+                swap.recv = pk.View((count, 3), pk.double)
+                self.nghost += count
                 self._room(self.nlocal + self.nghost, "x")
-                self._send_positions(swap, self.x[swap.first:swap.first + swap.count])
-        for swap in self.swaps:
-            swap.ghosts = self.x[swap.first:swap.first + swap.count]
+                self._send_positions(swap)
 
     def forward(self) -> None:
         """New positions for the ghosts, along the lists the last rebuild chose."""
         for swap in self.swaps:
-            self._send_positions(swap, swap.ghosts)
+            self._send_positions(swap)
 
-    def _send_positions(self, swap: Swap, ghosts) -> None:
-        """Pack the positions ``swap`` sends and receive the neighbour's into ``ghosts`` (rows of x)."""
+    def _send_positions(self, swap: Swap) -> None:
+        """Pack the positions ``swap`` sends, exchange the messages, unpack the neighbour's into ghost rows."""
         sx, sy, sz = swap.shift
         pk.parallel_for("pack_positions", swap.send.extent(0), K.pack_positions, x=self.x, send=swap.send,
                         buf=swap.buf, sx=sx, sy=sy, sz=sz)
-        kcomm.sendrecv(swap.buf, swap.dest, ghosts, swap.source, comm=self.comm)
+        kcomm.sendrecv(swap.buf, swap.dest, swap.recv, swap.source, comm=self.comm)
+        pk.parallel_for("unpack_positions", swap.recv.extent(0), K.unpack_positions, x=self.x, buf=swap.recv,
+                        first=swap.first)
 
     # --- the rest of a step -------------------------------------------------------------------------
     def build_neighbors(self) -> None:
