@@ -12,7 +12,7 @@ loop time, atom-steps/s (system total), scaling against the fewest ranks (strong
 the rate per rank), the share of the loop in the comm phase (ghost exchange and migration, with the waiting for
 the neighbour; with fusion it also holds kernels the first send runs, so read it from the eager rows), and the
 bytes of ghost positions rank 0 sends per step. A second table times the ghost position exchange alone (pack
-kernels and messages of 200 steps, no forces) for each multi-rank configuration. GPU runs: set
+and unpack kernels and messages of 200 steps, no forces) for each multi-rank configuration. GPU runs: set
 KFUSE_DEFAULT_SPACE=Cuda; each rank takes the GPU of its local rank (examples/examinimd/README.md).
 """
 from __future__ import annotations
@@ -159,7 +159,8 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if exchanges:
-        print("\nThe ghost position exchange alone (pack kernels and messages, no forces), slowest rank, mean of 200:\n")
+        print("\nThe ghost position exchange alone (pack and unpack kernels and the messages, no forces), slowest "
+              "rank, mean of 200 steps:\n")
         print("| scaling | ranks | cells | messages/step | bytes sent/step (rank 0) | ms/step |")
         print("|---|---|---|---|---|---|")
         print("\n".join(exchanges))

@@ -38,8 +38,9 @@ from .simulation import Simulation
 
 
 class Swap:
-    """One of the two ghost messages per cut dimension and step: dimension ``dim``, towards ``dest`` (the lower neighbour for
-    ``side`` -1, the upper for +1), adding ``shift`` to the positions sent, receiving from ``source``."""
+    """One of the two ghost messages per cut dimension and step: along ``dim``, towards ``dest`` (the lower
+    neighbour for ``side`` -1, the upper for +1), adding ``shift`` to the positions sent, receiving from
+    ``source``."""
 
     def __init__(self, dim: int, side: int, dest: int, source: int, shift: tuple):
         self.dim, self.side, self.dest, self.source, self.shift = dim, side, dest, source, shift
