@@ -18,8 +18,9 @@ that ``kfuse.comm.sendrecv`` sends, and another unpacks the neighbour's message 
 one ``allreduce`` of three numbers. Choosing the atoms to send and migrating them (every 20 steps) are NumPy
 on the host, where the messages go anyway.
 
-The initial state is the one-rank program's (every rank makes the whole lattice and its velocities, then
-keeps its atoms), so runs on any number of ranks start bit for bit alike.
+Each rank makes only the lattice of its sub-box, at the coordinates of the whole lattice, so positions and
+velocity draws are the one-rank run's bit for bit; the momentum removal and the scaling to T add over the
+ranks, so velocities differ from one rank's by rounding.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from kfuse import comm as kcomm
 from kfuse.spaces import on_device
 
 from . import kernels as K
+from .atoms import fcc_positions
 from .neighbor import NeighborList
 from .simulation import Simulation
 
@@ -59,14 +61,17 @@ class ParallelSimulation(Simulation):
         self.comm = comm.Create_cart(self.grid, periods=[True] * 3)
         self.coords = tuple(self.comm.Get_coords(self.comm.Get_rank()))
         self.cut = tuple(g > 1 for g in self.grid)  # dimensions split over ranks: ghosts there, no minimum image
-        super().__init__(inp, velocities)  # calls place_atoms, then neighbor_list
+        super().__init__(inp, velocities)  # calls initial_state, place_atoms, then neighbor_list
 
     # --- what this rank holds -----------------------------------------------------------------------
     def _edge(self, dim: int, c: int) -> float:
         """Where sub-box ``c`` starts along ``dim``; both ranks at an edge compute the same number."""
         return self.box[dim] if c == self.grid[dim] else self.box[dim] * c / self.grid[dim]
 
-    def place_atoms(self, positions: np.ndarray, velocities: np.ndarray) -> None:
+    def initial_state(self, a: float, generator: str) -> tuple:
+        """This rank's sub-box, and the lattice sites in it: only the cells around it are made, at the same
+        coordinates as in the whole lattice, so the velocity draws (a function of the position) are the one-rank
+        run's too; removing the momentum and scaling to T add over the ranks."""
         self.lo = tuple(self._edge(d, self.coords[d]) for d in range(3))
         self.hi = tuple(self._edge(d, self.coords[d] + 1) for d in range(3))
         self.ghost_cutoff = self.input.coeff.cutoff + self.input.skin
@@ -75,14 +80,25 @@ class ParallelSimulation(Simulation):
                 raise ValueError(f"sub-box side {self.hi[d] - self.lo[d]:g} along {'xyz'[d]} (grid "
                                  f"{'x'.join(map(str, self.grid))}) is below the neighbour cutoff "
                                  f"{self.ghost_cutoff:g}: use fewer ranks or more cells")
-        mine = np.all((positions >= self.lo) & (positions < self.hi), axis=1)
-        n = self.nlocal = int(mine.sum())
+        first = tuple(max(0, int(lo // a) - 1) for lo in self.lo)
+        last = tuple(min(c, int(hi // a) + 2) for c, hi in zip(self.input.cells, self.hi))
+        block = fcc_positions(tuple(e - f for f, e in zip(first, last)), a, first)
+        mine = np.all((block >= self.lo) & (block < self.hi), axis=1)
+        return self.thermalised(block[mine], a, generator, total=self._total)
+
+    def _total(self, s):
+        """``s`` (a number or an array of them) added over the ranks."""
+        sums = kcomm.allreduce(np.ravel(s), comm=self.comm)
+        return sums.reshape(np.shape(s)) if np.ndim(s) else sums[0]
+
+    def place_atoms(self, positions: np.ndarray, velocities: np.ndarray) -> None:
+        n = self.nlocal = len(positions)
         self.nghost = self.arrived = 0  # ghosts now; atoms that migrated here so far
         self.image_box = tuple(math.inf if c else b for c, b in zip(self.cut, self.box))  # min_image(d, inf) is d
         self.x = pk.View((n, 3), pk.double)
-        self.x[:] = positions[mine]
+        self.x[:] = positions
         self.v = pk.View((n, 3), pk.double)
-        self.v[:] = velocities[mine]
+        self.v[:] = velocities
         self.atype = pk.View(n, pk.int32)
         self.atype.fill(self.input.atom_type)
         self.f = pk.View((n, 3), pk.double)

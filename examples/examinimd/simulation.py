@@ -7,6 +7,7 @@ temperature, energies per atom and pressure (LJ units, k_B = 1, LAMMPS thermo co
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from typing import NamedTuple
 
@@ -52,19 +53,13 @@ class Simulation:
         if cutoff >= 0.5 * min(self.box):
             raise ValueError(f"pair cutoff {cutoff:g} must be below half the box length ({min(self.box):g}) for "
                              "the minimum-image convention; use more cells")
-        positions = fcc_positions(inp.cells, a)
-        n = self.natoms = len(positions)
+        n = self.natoms = 4 * math.prod(inp.cells)  # fcc: 4 atoms per cubic cell
         self.volume = self.box[0] * self.box[1] * self.box[2]
         ntypes = max(inp.masses)
         self.mass = pk.View(ntypes + 1, pk.double)  # indexed by the 1-based atom type
         for t, m in inp.masses.items():
             self.mass[t] = m
-        v = np.zeros((n, 3))
-        if inp.temperature is not None:
-            per_atom_mass = np.full(n, inp.masses[inp.atom_type])
-            uniforms = geom_uniforms(velocities, positions, inp.seed, a)
-            v = create_velocities(uniforms, per_atom_mass, inp.temperature)
-        self.place_atoms(positions, v)
+        self.place_atoms(*self.initial_state(a, velocities))
         c = inp.coeff
         self.cutsq = cutoff * cutoff
         self.c12, self.c6 = 48.0 * c.epsilon * c.sigma ** 12, 24.0 * c.epsilon * c.sigma ** 6
@@ -77,7 +72,23 @@ class Simulation:
         self.loop_seconds = 0.0
         self.steps_done = 0
 
-    # --- what a rank holds (one rank: every atom; kfuse/examinimd/parallel.py: its own sub-box) ---------
+    # --- what a rank holds (one rank: every atom; parallel.py: its own sub-box) ----------------------------
+    def initial_state(self, a: float, generator: str) -> tuple:
+        """Positions and velocities of the atoms this rank holds (one rank: all): fcc sites, lattice constant
+        ``a``, velocities from the ``loop geom`` ``generator``."""
+        return self.thermalised(fcc_positions(self.input.cells, a), a, generator)
+
+    def thermalised(self, positions: np.ndarray, a: float, generator: str, total=None) -> tuple:
+        """``positions`` and their ``velocity ... loop geom`` velocities (zero without a ``velocity`` command);
+        ``total`` adds sums over the ranks (atoms.create_velocities)."""
+        inp = self.input
+        v = np.zeros((len(positions), 3))
+        if inp.temperature is not None:
+            uniforms = geom_uniforms(generator, positions, inp.seed, a)
+            v = create_velocities(uniforms, np.full(len(positions), inp.masses[inp.atom_type]), inp.temperature,
+                                  total)
+        return positions, v
+
     def place_atoms(self, positions: np.ndarray, velocities: np.ndarray) -> None:
         """The atoms' Views from the initial state. ``nlocal`` atoms are integrated; pair distances take the
         minimum image in a periodic box of lengths ``image_box``."""
