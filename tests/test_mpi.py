@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "examples"))
 
 from examinimd import run_simulation  # noqa: E402
+from examinimd.atoms import fcc_positions, lattice_constant  # noqa: E402
 
 SELF = MPI.COMM_SELF
 
@@ -148,6 +149,14 @@ def mpiexec(ranks: int, *args: str) -> str:
                           env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_a_rank_lattice_block_has_the_whole_lattice_coordinates_bit_for_bit():
+    """What makes each rank's velocity draws (a hash of the coordinates' bits) the one-rank run's."""
+    a = lattice_constant(0.8442)
+    whole = {row.tobytes() for row in fcc_positions((5, 5, 5), a)}
+    block = fcc_positions((2, 3, 4), a, first=(3, 0, 1))
+    assert len(block) == 4 * 2 * 3 * 4 and {row.tobytes() for row in block} <= whole
 
 
 @pytest.fixture(scope="module")
