@@ -32,3 +32,10 @@ fi
 # Warm-up: build the precompiled Kokkos header and the runtime library once (cached; ~3 s on first set-up),
 # so the first real kernel compile costs only its own ~0.4 s.
 "$py" -c "import kfuse; kfuse.initialize()"
+
+# MPI (kfuse.comm, the multi-rank ExaMiniMD example and its CI test): mpi4py and MPICH come from PyPI with the
+# requirements above; the test needs mpiexec, so its absence is an error here, not a skipped test later.
+if [ ! -x "$venv/bin/mpiexec" ]; then
+  echo "[setup] $venv/bin/mpiexec is missing: the 'mpich' package did not install it" >&2
+  exit 1
+fi

@@ -15,10 +15,12 @@ def lattice_constant(density: float) -> float:
     return (4.0 / density) ** (1.0 / 3.0)
 
 
-def fcc_positions(cells: tuple, a: float) -> np.ndarray:
-    """Atoms of an nx*ny*nz block of fcc cells, box corner at the origin; x fastest, basis innermost."""
+def fcc_positions(cells: tuple, a: float, first: tuple = (0, 0, 0)) -> np.ndarray:
+    """Atoms of an nx*ny*nz block of fcc cells from cell ``first`` on (a rank's part of the lattice: the same
+    coordinates, bit for bit, as in the whole), box corner at the origin; x fastest, basis innermost."""
     nx, ny, nz = cells
-    k, j, i = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    fx, fy, fz = first
+    k, j, i = np.meshgrid(np.arange(fz, fz + nz), np.arange(fy, fy + ny), np.arange(fx, fx + nx), indexing="ij")
     corners = np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1).astype(np.float64)
     return ((corners[:, None, :] + FCC_BASIS[None, :, :]).reshape(-1, 3) * a).copy()
 
@@ -115,16 +117,18 @@ def geom_uniforms(generator: str, positions: np.ndarray, seed: int, a: float) ->
     raise ValueError(f"unknown velocity generator '{generator}' (one of {', '.join(VELOCITY_GENERATORS)})")
 
 
-def create_velocities(uniforms: np.ndarray, masses: np.ndarray, temperature: float) -> np.ndarray:
+def create_velocities(uniforms: np.ndarray, masses: np.ndarray, temperature: float, total=None) -> np.ndarray:
     """``velocity all create T seed dist uniform mom yes``: velocities from per-atom ``uniforms`` in [0, 1).
 
     As LAMMPS and ExaMiniMD: v = (u - 0.5) / sqrt(m) per component, so every atom starts with the same
     mean kinetic energy; then the centre-of-mass velocity is subtracted and v is scaled to T exactly,
     T = sum m v^2 / (3N - 3) with k_B = 1 (the removed centre-of-mass motion takes 3 degrees of freedom).
+    ``total(s)`` adds a number or array of these atoms' sums over every rank's atoms (default: these are all).
     """
+    total = total or (lambda s: s)
     m = masses[:, None]
     v = (uniforms - 0.5) / np.sqrt(m)
-    v -= (m * v).sum(axis=0) / masses.sum()
-    dof = 3 * len(masses) - 3
-    current = (m * v * v).sum() / dof
+    v -= total((m * v).sum(axis=0)) / total(masses.sum())
+    dof = 3 * total(len(masses)) - 3
+    current = total((m * v * v).sum()) / dof
     return v * np.sqrt(temperature / current)

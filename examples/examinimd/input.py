@@ -46,13 +46,15 @@ class Input:
         lo_hi = self.region
         return tuple(lo_hi[2 * d + 1] - lo_hi[2 * d] for d in range(3))
 
-    def with_overrides(self, cells: int | None = None, steps: int | None = None) -> "Input":
-        """Command-line overrides: ``--cells N`` makes the box ``block 0 N 0 N 0 N``; ``--steps S`` the run."""
+    def with_overrides(self, cells: int | tuple | None = None, steps: int | None = None) -> "Input":
+        """Command-line overrides: ``--cells N`` makes the box ``block 0 N 0 N 0 N`` (``(NX, NY, NZ)``: ``block 0
+        NX 0 NY 0 NZ``, as weak scaling over a process grid needs); ``--steps S`` the run."""
         changes = {}
         if cells is not None:
-            if cells < 1:
-                raise InputError(f"--cells must be at least 1, got {cells}")
-            changes["region"] = (0, cells) * 3
+            sides = (cells,) * 3 if isinstance(cells, int) else tuple(cells)
+            if len(sides) != 3 or any(not isinstance(c, int) or c < 1 for c in sides):
+                raise InputError(f"--cells must be one or three integers of at least 1, got {cells}")
+            changes["region"] = tuple(b for c in sides for b in (0, c))
         if steps is not None:
             if steps < 0:
                 raise InputError(f"--steps must be non-negative, got {steps}")

@@ -146,12 +146,17 @@ def zero_counts(b, counts: pk.View1D[pk.int32]):
 
 @pk.workunit
 def bin_atoms(i, x: pk.View2D[pk.double], bin_of: pk.View1D[pk.int32], slot: pk.View1D[pk.int32],
-              counts: pk.View1D[pk.int32], nbx: int, nby: int, nbz: int, lx: float, ly: float, lz: float):
-    """Put atom i in its bin; the atomic counter hands it a unique slot inside that bin."""
-    bx = min(int(x[i][0] * nbx / lx), nbx - 1)
-    by = min(int(x[i][1] * nby / ly), nby - 1)
-    bz = min(int(x[i][2] * nbz / lz), nbz - 1)
-    b = (bx * nby + by) * nbz + bz
+              counts: pk.View1D[pk.int32], nbx: int, nby: int, nbz: int, lx: float, ly: float, lz: float,
+              ox: float, oy: float, oz: float, px: int, py: int, pz: int):
+    """Put atom i in its bin; the atomic counter hands it a unique slot inside that bin.
+
+    The binned region starts at (ox, oy, oz) and spans nb* bins of l*/nb* each, inside p* (0 or 1) empty
+    layers of bins on both sides (along a dimension where a rank's sub-box has ghosts: the search then never
+    wraps around there)."""
+    bx = px + min(int((x[i][0] - ox) * nbx / lx), nbx - 1)
+    by = py + min(int((x[i][1] - oy) * nby / ly), nby - 1)
+    bz = pz + min(int((x[i][2] - oz) * nbz / lz), nbz - 1)
+    b = (bx * (nby + 2 * py) + by) * (nbz + 2 * pz) + bz
     bin_of[i] = b
     slot[i] = pk.atomic_fetch_add(counts, [b], 1)
 
@@ -228,3 +233,23 @@ def build_neighbors(i, x: pk.View2D[pk.double], bin_of: pk.View1D[pk.int32], cou
 def count_overflow(i, acc: pk.Acc[pk.int64], num_neigh: pk.View1D[pk.int32], max_neigh: int):
     if num_neigh[i] > max_neigh:
         acc += 1
+
+
+# --- ghost atoms (parallel.py): the positions a rank sends its neighbour --------------------------------
+@pk.workunit
+def pack_positions(i, x: pk.View2D[pk.double], send: pk.View1D[pk.int32], buf: pk.View2D[pk.double], sx: float,
+                   sy: float, sz: float):
+    """Row i of a ghost message: atom send[i]'s position moved by the periodic shift (sx, sy, sz), so the
+    receiver gets the image next to its sub-box."""
+    j = send[i]
+    buf[i][0] = x[j][0] + sx
+    buf[i][1] = x[j][1] + sy
+    buf[i][2] = x[j][2] + sz
+
+
+@pk.workunit
+def unpack_positions(i, x: pk.View2D[pk.double], buf: pk.View2D[pk.double], first: int):
+    """A received ghost message into rows first, first + 1, ... of x (a kernel, so that on a GPU only the
+    message crosses to the device, not all of x)."""
+    for d in range(3):
+        x[first + i][d] = buf[i][d]

@@ -7,6 +7,7 @@ temperature, energies per atom and pressure (LJ units, k_B = 1, LAMMPS thermo co
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from typing import NamedTuple
 
@@ -52,24 +53,13 @@ class Simulation:
         if cutoff >= 0.5 * min(self.box):
             raise ValueError(f"pair cutoff {cutoff:g} must be below half the box length ({min(self.box):g}) for "
                              "the minimum-image convention; use more cells")
-        positions = fcc_positions(inp.cells, a)
-        n = self.natoms = len(positions)
+        n = self.natoms = 4 * math.prod(inp.cells)  # fcc: 4 atoms per cubic cell
         self.volume = self.box[0] * self.box[1] * self.box[2]
         ntypes = max(inp.masses)
         self.mass = pk.View(ntypes + 1, pk.double)  # indexed by the 1-based atom type
         for t, m in inp.masses.items():
             self.mass[t] = m
-        self.atype = pk.View(n, pk.int32)
-        self.atype.fill(inp.atom_type)
-        self.x = pk.View((n, 3), pk.double)
-        self.x[:] = positions
-        self.v = pk.View((n, 3), pk.double)
-        if inp.temperature is not None:
-            per_atom_mass = np.full(n, inp.masses[inp.atom_type])
-            uniforms = geom_uniforms(velocities, positions, inp.seed, a)
-            self.v[:] = create_velocities(uniforms, per_atom_mass, inp.temperature)
-        self.f = pk.View((n, 3), pk.double)
-        self.virial = pk.View(n, pk.double)  # per-atom share of sum over pairs of r.F
+        self.place_atoms(*self.initial_state(a, velocities))
         c = inp.coeff
         self.cutsq = cutoff * cutoff
         self.c12, self.c6 = 48.0 * c.epsilon * c.sigma ** 12, 24.0 * c.epsilon * c.sigma ** 6
@@ -77,55 +67,102 @@ class Simulation:
         sr6_cut = (c.sigma / cutoff) ** 6
         self.eshift = 4.0 * c.epsilon * (sr6_cut * sr6_cut - sr6_cut) if inp.shift else 0.0
         self.dt, self.dtf = inp.dt, 0.5 * inp.dt
-        self.neighbors = NeighborList(n, self.box, cutoff + inp.skin, n / self.volume)
+        self.neighbors = self.neighbor_list(cutoff + inp.skin, n / self.volume)
         self.timers = dict.fromkeys(PHASES, 0.0)
         self.loop_seconds = 0.0
         self.steps_done = 0
 
+    # --- what a rank holds (one rank: every atom; parallel.py: its own sub-box) ----------------------------
+    def initial_state(self, a: float, generator: str) -> tuple:
+        """Positions and velocities of the atoms this rank holds (one rank: all): fcc sites, lattice constant
+        ``a``, velocities from the ``loop geom`` ``generator``."""
+        return self.thermalised(fcc_positions(self.input.cells, a), a, generator)
+
+    def thermalised(self, positions: np.ndarray, a: float, generator: str, total=None) -> tuple:
+        """``positions`` and their ``velocity ... loop geom`` velocities (zero without a ``velocity`` command);
+        ``total`` adds sums over the ranks (atoms.create_velocities)."""
+        inp = self.input
+        v = np.zeros((len(positions), 3))
+        if inp.temperature is not None:
+            uniforms = geom_uniforms(generator, positions, inp.seed, a)
+            v = create_velocities(uniforms, np.full(len(positions), inp.masses[inp.atom_type]), inp.temperature,
+                                  total)
+        return positions, v
+
+    def place_atoms(self, positions: np.ndarray, velocities: np.ndarray) -> None:
+        """The atoms' Views from the initial state. ``nlocal`` atoms are integrated; pair distances take the
+        minimum image in a periodic box of lengths ``image_box``."""
+        n = self.nlocal = len(positions)
+        self.image_box = self.box
+        self.atype = pk.View(n, pk.int32)
+        self.atype.fill(self.input.atom_type)
+        self.x = pk.View((n, 3), pk.double)
+        self.x[:] = positions
+        self.v = pk.View((n, 3), pk.double)
+        self.v[:] = velocities
+        self.f = pk.View((n, 3), pk.double)
+        self.virial = pk.View(n, pk.double)  # per-atom share of sum over pairs of r.F
+
+    def neighbor_list(self, cutoff: float, density: float) -> NeighborList:
+        return NeighborList(self.natoms, self.box, cutoff, density)
+
     # --- the phases of a step ------------------------------------------------------------------------
     def wrap(self) -> None:
         lx, ly, lz = self.box
-        pk.parallel_for("wrap_positions", self.natoms, K.wrap_positions, x=self.x, lx=lx, ly=ly, lz=lz)
+        pk.parallel_for("wrap_positions", self.nlocal, K.wrap_positions, x=self.x, lx=lx, ly=ly, lz=lz)
+
+    def communicate(self, rebuild: bool) -> None:
+        """Periodic boundaries before the forces: at a rebuild, wrap the atoms into the box ("exchange with
+        ourselves"); the minimum image does the rest."""
+        if rebuild:
+            self.wrap()
 
     def build_neighbors(self) -> None:
         self.neighbors.build(self.x)
 
     def compute_forces(self) -> None:
         nl = self.neighbors
-        lx, ly, lz = self.box
-        pk.parallel_for("zero_forces", self.natoms, K.zero_forces, f=self.f, virial=self.virial)
-        pk.parallel_for("lj_force", self.natoms, K.lj_force, x=self.x, f=self.f, virial=self.virial, neigh=nl.neigh,
+        lx, ly, lz = self.image_box
+        pk.parallel_for("zero_forces", self.nlocal, K.zero_forces, f=self.f, virial=self.virial)
+        pk.parallel_for("lj_force", self.nlocal, K.lj_force, x=self.x, f=self.f, virial=self.virial, neigh=nl.neigh,
                         num_neigh=nl.num_neigh, lx=lx, ly=ly, lz=lz, cutsq=self.cutsq, c12=self.c12, c6=self.c6)
 
     def initial_integrate(self) -> None:
-        pk.parallel_for("initial_integrate", self.natoms, K.initial_integrate, x=self.x, v=self.v, f=self.f,
+        pk.parallel_for("initial_integrate", self.nlocal, K.initial_integrate, x=self.x, v=self.v, f=self.f,
                         atype=self.atype, mass=self.mass, dt=self.dt, dtf=self.dtf)
 
     def final_integrate(self) -> None:
-        pk.parallel_for("final_integrate", self.natoms, K.final_integrate, v=self.v, f=self.f, atype=self.atype,
+        pk.parallel_for("final_integrate", self.nlocal, K.final_integrate, v=self.v, f=self.f, atype=self.atype,
                         mass=self.mass, dtf=self.dtf)
 
     # --- observables ------------------------------------------------------------------------------------
     def kinetic_energy(self):
-        return pk.parallel_reduce("kinetic_energy", self.natoms, K.kinetic_energy, v=self.v, atype=self.atype,
+        return pk.parallel_reduce("kinetic_energy", self.nlocal, K.kinetic_energy, v=self.v, atype=self.atype,
                                   mass=self.mass)
 
     def potential_energy(self):
         """Total pair energy (not per atom); needs a current neighbour list."""
         nl = self.neighbors
-        lx, ly, lz = self.box
-        return pk.parallel_reduce("lj_energy", self.natoms, K.lj_energy, x=self.x, neigh=nl.neigh,
+        lx, ly, lz = self.image_box
+        return pk.parallel_reduce("lj_energy", self.nlocal, K.lj_energy, x=self.x, neigh=nl.neigh,
                                   num_neigh=nl.num_neigh, lx=lx, ly=ly, lz=lz, cutsq=self.cutsq, e12=self.e12,
                                   e6=self.e6, eshift=self.eshift)
 
     def temperature(self) -> float:
         return 2.0 * float(self.kinetic_energy()) / (3 * self.natoms - 3)
 
-    def thermo(self, step: int) -> Thermo:
-        n = self.natoms
+    def sums(self) -> tuple:
+        """Kinetic energy, pair energy and virial sum of the atoms this rank holds."""
         ke = float(self.kinetic_energy())
         pe = float(self.potential_energy())
-        virial = float(pk.parallel_reduce("sum_virial", n, K.sum_values, values=self.virial))
+        return ke, pe, float(self.virial_sum())
+
+    def virial_sum(self):
+        return pk.parallel_reduce("sum_virial", self.nlocal, K.sum_values, values=self.virial)
+
+    def thermo(self, step: int) -> Thermo:
+        n = self.natoms
+        ke, pe, virial = self.sums()
         temp = 2.0 * ke / (3 * n - 3)
         pressure = (n * temp + virial / 3.0) / self.volume
         return Thermo(step, temp, pe / n, pe / n + ke / n, pressure)  # ExaMiniMD's sum: same rounding
@@ -137,7 +174,7 @@ class Simulation:
     # --- driving ----------------------------------------------------------------------------------------
     def setup(self) -> Thermo:
         """Wrap, build the first neighbour list and forces: the state at step 0."""
-        self.wrap()
+        self.communicate(True)
         self.build_neighbors()
         self.compute_forces()
         return self.thermo(0)
@@ -159,13 +196,16 @@ class Simulation:
             self.initial_integrate()
             t1 = clock()
             timers["integrate"] += t1 - t0
-            if step % inp.neigh_every == 0:
-                self.wrap()
-                t2 = clock()
-                timers["comm"] += t2 - t1
+            rebuild = step % inp.neigh_every == 0
+            self.communicate(rebuild)
+            t2 = clock()
+            timers["comm"] += t2 - t1
+            if rebuild:
                 self.build_neighbors()
                 t1 = clock()
                 timers["neighbor"] += t1 - t2
+            else:
+                t1 = t2
             self.compute_forces()
             t2 = clock()
             timers["force"] += t2 - t1
@@ -199,18 +239,23 @@ class Simulation:
 
 
 def run_simulation(input_path=None, cells: int | None = None, steps: int | None = None, fusion: bool = False,
-                   out=None, simulation: list | None = None, velocities: str = "lammps") -> list[Thermo]:
+                   out=None, simulation: list | None = None, velocities: str = "lammps", comm=None) -> list[Thermo]:
     """Read the input (default ``in.lj``), apply overrides, run; returns the thermo rows.
 
     ``fusion=True`` runs the whole simulation inside ``pk.fusion()``. Pass a list as ``simulation`` to get
-    the :class:`Simulation` back (for its timers); ``velocities`` as for :class:`Simulation`.
+    the :class:`Simulation` back (for its timers); ``velocities`` as for :class:`Simulation`. With an MPI
+    communicator ``comm`` of several ranks, each rank runs its part (parallel.py) and all return the same rows.
     """
     inp = read(input_path).with_overrides(cells=cells, steps=steps)
     ctx = pk.fusion() if fusion else contextlib.nullcontext()
     with ctx:
-        sim = Simulation(inp, velocities)
+        if comm is not None and comm.Get_size() > 1:
+            from .parallel import ParallelSimulation  # imported here: it builds on this module
+
+            sim = ParallelSimulation(inp, velocities, comm)
+        else:
+            sim = Simulation(inp, velocities)
         rows = sim.run(out=out)
     if simulation is not None:
         simulation.append(sim)
     return rows
-
