@@ -68,7 +68,9 @@ from examinimd.parallel import ParallelSimulation
 world = MPI.COMM_WORLD
 sim = ParallelSimulation(read().with_overrides(cells={cells}, steps=0), "lammps", world)
 sim.setup()
-sim.forward()  # compiles the pack kernel
+if {fused}:
+    pk.enable_fusion()
+sim.forward()  # compiles the pack and unpack kernels
 pk.fence()
 world.Barrier()
 start = time.perf_counter()
@@ -82,10 +84,10 @@ if world.Get_rank() == 0:
 """
 
 
-def exchange(args, ranks: int, cells: tuple) -> tuple:
+def exchange(args, ranks: int, cells: tuple, fused: bool) -> tuple:
     """Seconds per step of the ghost position exchange alone (slowest rank, mean of 200), bytes rank 0 sends
     per step, messages per step."""
-    code = EXCHANGE.format(examples=str(REPO / "examples"), cells=cells, repeats=200)
+    code = EXCHANGE.format(examples=str(REPO / "examples"), cells=cells, repeats=200, fused=fused)
     seconds, sent, messages = run(args, ranks, ["-c", code]).split()
     return float(seconds), int(sent), int(messages)
 
@@ -147,10 +149,11 @@ def main(argv=None) -> int:
         for ranks in (r for r in args.ranks if r > 1):
             cells = ((args.cells,) * 3 if scaling == "strong"
                      else tuple(args.weak_cells * g for g in process_grid(ranks, args.python)))
-            seconds, sent, messages = exchange(args, ranks, cells)
-            exchanges.append(f"| {scaling} | {ranks} | {'x'.join(map(str, cells))} | {messages} | {sent} | "
-                             f"{1e3 * seconds:.3f} |")
-            print(exchanges[-1], flush=True)
+            for mode in modes:
+                seconds, sent, messages = exchange(args, ranks, cells, mode == "fused")
+                exchanges.append(f"| {scaling} | {mode} | {ranks} | {'x'.join(map(str, cells))} | {messages} | "
+                                 f"{sent} | {1e3 * seconds:.3f} |")
+                print(exchanges[-1], flush=True)
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
     print(f"\n{args.steps} steps, {args.threads} OpenMP thread(s) per rank; scaling: strong = speedup over "
           f"{args.ranks[0]} rank(s), weak = atom-steps/s per rank relative to {args.ranks[0]} rank(s)\n")
@@ -161,8 +164,8 @@ def main(argv=None) -> int:
     if exchanges:
         print("\nThe ghost position exchange alone (pack and unpack kernels and the messages, no forces), slowest "
               "rank, mean of 200 steps:\n")
-        print("| scaling | ranks | cells | messages/step | bytes sent/step (rank 0) | ms/step |")
-        print("|---|---|---|---|---|---|")
+        print("| scaling | mode | ranks | cells | messages/step | bytes sent/step (rank 0) | ms/step |")
+        print("|---|---|---|---|---|---|---|")
         print("\n".join(exchanges))
     return 0
 
