@@ -78,9 +78,8 @@ for _ in range({repeats}):
     sim.forward()
 pk.fence()
 seconds = world.allreduce((time.perf_counter() - start) / {repeats}, op=MPI.MAX)
-sent = sum(swap.send.extent(0) for swap in sim.swaps) * 24
 if world.Get_rank() == 0:
-    print(seconds, sent, len(sim.swaps))
+    print(seconds, sim.ghost_bytes_sent(), 2 * len(sim.halos))
 """
 
 
