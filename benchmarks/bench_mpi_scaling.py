@@ -12,7 +12,8 @@ loop time, atom-steps/s (system total), scaling against the fewest ranks (strong
 the rate per rank), the share of the loop in the comm phase (ghost exchange and migration, with the waiting for
 the neighbour; with fusion it also holds kernels the first send runs, so read it from the eager rows), and the
 bytes of ghost positions rank 0 sends per step. A second table times the ghost position exchange alone (pack
-and unpack kernels and messages of 200 steps, no forces) for each multi-rank configuration. GPU runs: set
+and unpack kernels and messages of 200 steps, no forces) for each multi-rank configuration, a third one
+dimension's exchange of one rank with itself (kfuse's and MPI's own cost, no partner to wait for). GPU runs: set
 KFUSE_DEFAULT_SPACE=Cuda; each rank takes the GPU of its local rank (examples/examinimd/README.md).
 """
 from __future__ import annotations
@@ -91,6 +92,43 @@ def exchange(args, ranks: int, cells: tuple, fused: bool) -> tuple:
     return float(seconds), int(sent), int(messages)
 
 
+ITSELF = """
+import sys, time
+sys.path.insert(0, {examples!r})
+import numpy as np
+from mpi4py import MPI
+import kfuse as pk
+from examinimd.input import read
+from examinimd.parallel import Halo, ParallelSimulation
+sim = ParallelSimulation(read().with_overrides(cells={cells}, steps=0), "lammps", MPI.COMM_SELF)  # no halo of its own
+sim.setup()
+lx, cut = sim.box[0], sim.ghost_cutoff
+x = sim.x.copy()[:sim.nlocal, 0]
+rows = [np.nonzero(x < cut)[0], np.nonzero(x >= lx - cut)[0]]  # the atoms two x neighbours would get
+halo = Halo(0, 0, 0, [[lx, 0.0, 0.0], [-lx, 0.0, 0.0]])
+halo.resize(rows, (len(rows[0]), len(rows[1])), sim.nlocal)
+sim.x.resize(0, sim.nlocal + len(rows[0]) + len(rows[1]))
+if {fused}:
+    pk.enable_fusion()
+for _ in range(20):
+    sim.send_positions(halo)
+pk.fence()
+start = time.perf_counter()
+for _ in range({repeats}):
+    sim.send_positions(halo)
+pk.fence()
+print((time.perf_counter() - start) / {repeats}, halo.send.extent(0) * 24)
+"""
+
+
+def exchange_with_itself(args, cells: tuple, fused: bool) -> tuple:
+    """Seconds for one dimension's exchange (both messages, pack and unpack) of a rank with itself, mean of 500:
+    kfuse's and MPI's own cost, with no partner to wait for; and the bytes sent."""
+    code = ITSELF.format(examples=str(REPO / "examples"), cells=cells, repeats=500, fused=fused)
+    seconds, sent = run(args, 1, ["-c", code]).split()
+    return float(seconds), int(sent)
+
+
 def measure(args, ranks: int, cells: tuple, fused: bool) -> dict:
     simulate(args, ranks, cells, fused, min(args.steps, 21))  # compiles; includes a neighbour list rebuild
     best = None
@@ -153,6 +191,12 @@ def main(argv=None) -> int:
                 exchanges.append(f"| {scaling} | {mode} | {ranks} | {'x'.join(map(str, cells))} | {messages} | "
                                  f"{sent} | {1e3 * seconds:.3f} |")
                 print(exchanges[-1], flush=True)
+    alone = []
+    for cells in ((args.cells,) * 3, (args.weak_cells,) * 3):
+        for mode in modes:
+            seconds, sent = exchange_with_itself(args, cells, mode == "fused")
+            alone.append(f"| {mode} | {'x'.join(map(str, cells))} | {sent} | {1e6 * seconds:.1f} |")
+            print(alone[-1], flush=True)
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
     print(f"\n{args.steps} steps, {args.threads} OpenMP thread(s) per rank; scaling: strong = speedup over "
           f"{args.ranks[0]} rank(s), weak = atom-steps/s per rank relative to {args.ranks[0]} rank(s)\n")
@@ -166,6 +210,11 @@ def main(argv=None) -> int:
         print("| scaling | mode | ranks | cells | messages/step | bytes sent/step (rank 0) | ms/step |")
         print("|---|---|---|---|---|---|---|")
         print("\n".join(exchanges))
+    print("\nOne dimension's exchange (two messages, one pack and one unpack kernel) of one rank with itself: the "
+          "cost of kfuse and MPI per exchange, no partner to wait for; mean of 500:\n")
+    print("| mode | cells | bytes sent | us |")
+    print("|---|---|---|---|")
+    print("\n".join(alone))
     return 0
 
 

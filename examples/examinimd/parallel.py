@@ -194,14 +194,14 @@ class ParallelSimulation(Simulation):
             halo.resize(rows, counts, self.nlocal + self.nghost)
             self.nghost += sum(counts)
             self._room(self.nlocal + self.nghost, "x")
-            self._send_positions(halo)
+            self.send_positions(halo)
 
     def forward(self) -> None:
         """New positions for the ghosts, along the lists the last rebuild chose."""
         for halo in self.halos:
-            self._send_positions(halo)
+            self.send_positions(halo)
 
-    def _send_positions(self, halo: Halo) -> None:
+    def send_positions(self, halo: Halo) -> None:
         """One dimension's ghost positions: one kernel packs both messages (so the first send's barrier runs it
         and the second finds nothing pending), two exchanges, one kernel unpacks both into the ghost rows."""
         pk.parallel_for("pack_positions", halo.send.extent(0), K.pack_positions, x=self.x, send=halo.send,
