@@ -12,7 +12,8 @@ loop time, atom-steps/s (system total), scaling against the fewest ranks (strong
 the rate per rank), the share of the loop in the comm phase (ghost exchange and migration, with the waiting for
 the neighbour; with fusion it also holds kernels the first send runs, so read it from the eager rows), and the
 bytes of ghost positions rank 0 sends per step. A second table times the ghost position exchange alone (pack
-and unpack kernels and messages of 200 steps, no forces) for each multi-rank configuration. GPU runs: set
+and unpack kernels and messages of 200 steps, no forces) for each multi-rank configuration, a third one
+dimension's exchange of one rank with itself (kfuse's and MPI's own cost, no partner to wait for). GPU runs: set
 KFUSE_DEFAULT_SPACE=Cuda; each rank takes the GPU of its local rank (examples/examinimd/README.md).
 """
 from __future__ import annotations
@@ -68,7 +69,9 @@ from examinimd.parallel import ParallelSimulation
 world = MPI.COMM_WORLD
 sim = ParallelSimulation(read().with_overrides(cells={cells}, steps=0), "lammps", world)
 sim.setup()
-sim.forward()  # compiles the pack kernel
+if {fused}:
+    pk.enable_fusion()
+sim.forward()  # compiles the pack and unpack kernels
 pk.fence()
 world.Barrier()
 start = time.perf_counter()
@@ -76,18 +79,54 @@ for _ in range({repeats}):
     sim.forward()
 pk.fence()
 seconds = world.allreduce((time.perf_counter() - start) / {repeats}, op=MPI.MAX)
-sent = sum(swap.send.extent(0) for swap in sim.swaps) * 24
 if world.Get_rank() == 0:
-    print(seconds, sent, len(sim.swaps))
+    print(seconds, sim.ghost_bytes_sent(), 2 * len(sim.halos))
 """
 
 
-def exchange(args, ranks: int, cells: tuple) -> tuple:
+def exchange(args, ranks: int, cells: tuple, fused: bool) -> tuple:
     """Seconds per step of the ghost position exchange alone (slowest rank, mean of 200), bytes rank 0 sends
     per step, messages per step."""
-    code = EXCHANGE.format(examples=str(REPO / "examples"), cells=cells, repeats=200)
+    code = EXCHANGE.format(examples=str(REPO / "examples"), cells=cells, repeats=200, fused=fused)
     seconds, sent, messages = run(args, ranks, ["-c", code]).split()
     return float(seconds), int(sent), int(messages)
+
+
+ITSELF = """
+import sys, time
+sys.path.insert(0, {examples!r})
+import numpy as np
+from mpi4py import MPI
+import kfuse as pk
+from examinimd.input import read
+from examinimd.parallel import Halo, ParallelSimulation
+sim = ParallelSimulation(read().with_overrides(cells={cells}, steps=0), "lammps", MPI.COMM_SELF)  # no halo of its own
+sim.setup()
+lx, cut = sim.box[0], sim.ghost_cutoff
+x = sim.x.copy()[:sim.nlocal, 0]
+rows = [np.nonzero(x < cut)[0], np.nonzero(x >= lx - cut)[0]]  # the atoms two x neighbours would get
+halo = Halo(0, 0, 0, [[lx, 0.0, 0.0], [-lx, 0.0, 0.0]])
+halo.resize(rows, (len(rows[0]), len(rows[1])), sim.nlocal)
+sim.x.resize(0, sim.nlocal + len(rows[0]) + len(rows[1]))
+if {fused}:
+    pk.enable_fusion()
+for _ in range(20):
+    sim.send_positions(halo)
+pk.fence()
+start = time.perf_counter()
+for _ in range({repeats}):
+    sim.send_positions(halo)
+pk.fence()
+print((time.perf_counter() - start) / {repeats}, halo.send.extent(0) * 24)
+"""
+
+
+def exchange_with_itself(args, cells: tuple, fused: bool) -> tuple:
+    """Seconds for one dimension's exchange (both messages, pack and unpack) of a rank with itself, mean of 500:
+    kfuse's and MPI's own cost, with no partner to wait for; and the bytes sent."""
+    code = ITSELF.format(examples=str(REPO / "examples"), cells=cells, repeats=500, fused=fused)
+    seconds, sent = run(args, 1, ["-c", code]).split()
+    return float(seconds), int(sent)
 
 
 def measure(args, ranks: int, cells: tuple, fused: bool) -> dict:
@@ -147,10 +186,17 @@ def main(argv=None) -> int:
         for ranks in (r for r in args.ranks if r > 1):
             cells = ((args.cells,) * 3 if scaling == "strong"
                      else tuple(args.weak_cells * g for g in process_grid(ranks, args.python)))
-            seconds, sent, messages = exchange(args, ranks, cells)
-            exchanges.append(f"| {scaling} | {ranks} | {'x'.join(map(str, cells))} | {messages} | {sent} | "
-                             f"{1e3 * seconds:.3f} |")
-            print(exchanges[-1], flush=True)
+            for mode in modes:
+                seconds, sent, messages = exchange(args, ranks, cells, mode == "fused")
+                exchanges.append(f"| {scaling} | {mode} | {ranks} | {'x'.join(map(str, cells))} | {messages} | "
+                                 f"{sent} | {1e3 * seconds:.3f} |")
+                print(exchanges[-1], flush=True)
+    alone = []
+    for cells in ((args.cells,) * 3, (args.weak_cells,) * 3):
+        for mode in modes:
+            seconds, sent = exchange_with_itself(args, cells, mode == "fused")
+            alone.append(f"| {mode} | {'x'.join(map(str, cells))} | {sent} | {1e6 * seconds:.1f} |")
+            print(alone[-1], flush=True)
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
     print(f"\n{args.steps} steps, {args.threads} OpenMP thread(s) per rank; scaling: strong = speedup over "
           f"{args.ranks[0]} rank(s), weak = atom-steps/s per rank relative to {args.ranks[0]} rank(s)\n")
@@ -161,9 +207,14 @@ def main(argv=None) -> int:
     if exchanges:
         print("\nThe ghost position exchange alone (pack and unpack kernels and the messages, no forces), slowest "
               "rank, mean of 200 steps:\n")
-        print("| scaling | ranks | cells | messages/step | bytes sent/step (rank 0) | ms/step |")
-        print("|---|---|---|---|---|---|")
+        print("| scaling | mode | ranks | cells | messages/step | bytes sent/step (rank 0) | ms/step |")
+        print("|---|---|---|---|---|---|---|")
         print("\n".join(exchanges))
+    print("\nOne dimension's exchange (two messages, one pack and one unpack kernel) of one rank with itself: the "
+          "cost of kfuse and MPI per exchange, no partner to wait for; mean of 500:\n")
+    print("| mode | cells | bytes sent | us |")
+    print("|---|---|---|---|")
+    print("\n".join(alone))
     return 0
 
 

@@ -87,7 +87,8 @@ def test_fcc_lattice_has_the_input_density():
 
 
 def test_examinimd_input_parses_with_newton():
-    """ExaMiniMD's own in.lj says 'newton off'; it changes nothing here (no ghost atoms)."""
+    """ExaMiniMD's own in.lj says 'newton off'; it changes nothing here (full neighbour lists: no force goes back
+    to a ghost atom, on any number of ranks)."""
     assert parse(IN_LJ + "newton off\n") == parse(IN_LJ) == parse(IN_LJ + "newton on\n")
 
 

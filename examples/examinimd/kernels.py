@@ -237,19 +237,22 @@ def count_overflow(i, acc: pk.Acc[pk.int64], num_neigh: pk.View1D[pk.int32], max
 
 # --- ghost atoms (parallel.py): the positions a rank sends its neighbour --------------------------------
 @pk.workunit
-def pack_positions(i, x: pk.View2D[pk.double], send: pk.View1D[pk.int32], buf: pk.View2D[pk.double], sx: float,
-                   sy: float, sz: float):
-    """Row i of a ghost message: atom send[i]'s position moved by the periodic shift (sx, sy, sz), so the
-    receiver gets the image next to its sub-box."""
+def pack_positions(i, x: pk.View2D[pk.double], send: pk.View1D[pk.int32], buf: pk.View2D[pk.double],
+                   shifts: pk.View2D[pk.double], split: int):
+    """Row i of one dimension's two ghost messages (rows before ``split`` go to the lower neighbour, the rest to
+    the upper): atom send[i]'s position moved by its message's periodic shift, so the receiver gets the image
+    next to its sub-box."""
+    k = 0
+    if i >= split:
+        k = 1
     j = send[i]
-    buf[i][0] = x[j][0] + sx
-    buf[i][1] = x[j][1] + sy
-    buf[i][2] = x[j][2] + sz
+    for d in range(3):
+        buf[i][d] = x[j][d] + shifts[k][d]
 
 
 @pk.workunit
 def unpack_positions(i, x: pk.View2D[pk.double], buf: pk.View2D[pk.double], first: int):
-    """A received ghost message into rows first, first + 1, ... of x (a kernel, so that on a GPU only the
-    message crosses to the device, not all of x)."""
+    """Received ghost messages into rows first, first + 1, ... of x (a kernel, so that on a GPU only the
+    messages cross to the device, not all of x)."""
     for d in range(3):
         x[first + i][d] = buf[i][d]

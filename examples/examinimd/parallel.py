@@ -12,9 +12,10 @@ Every ``neigh_every`` steps (a rebuild): atoms that left the sub-box move to the
 dimension, so a diagonal move takes two hops), every rank wraps its atoms into the box, the ghosts are chosen
 anew (``borders``: x first, then y including the x ghosts, then z, as LAMMPS and ExaMiniMD do, so edges and
 corners arrive; only along dimensions the grid cuts) and the neighbour lists are built. Between rebuilds the
-same ghosts get their new positions (``forward``): a kernel packs them, with the periodic shift, into a buffer
-that ``kfuse.comm.sendrecv`` sends, and another unpacks the neighbour's message into the ghost rows of ``x``
-(on a GPU only messages cross to the host and back, never the whole of ``x``). Thermo sums are reduced with
+same ghosts get their new positions (``forward``): per cut dimension one kernel packs them, with the periodic
+shift, into the two messages (down and up) that ``kfuse.comm.sendrecv`` exchanges, and another unpacks the
+neighbours' messages into the ghost rows of ``x`` (on a GPU only messages cross to the host and back, never the
+whole of ``x``). Thermo sums are reduced with
 one ``allreduce`` of three numbers. Choosing the atoms to send and migrating them (every 20 steps) are NumPy
 on the host, where the messages go anyway.
 
@@ -39,17 +40,29 @@ from .neighbor import NeighborList
 from .simulation import Simulation
 
 
-class Swap:
-    """One of the two ghost messages per cut dimension and step: along ``dim``, towards ``dest`` (the lower
-    neighbour for ``side`` -1, the upper for +1), adding ``shift`` to the positions sent, receiving from
-    ``source``."""
+class Halo:
+    """The ghost messages of one cut dimension: rows [0, split) of ``buf`` go to the lower neighbour, the rest to
+    the upper, each moved by its periodic shift; the upper neighbour's message fills rows [0, counts[0]) of
+    ``recv``, the lower's the rest, and both land in x from row ``first`` on."""
 
-    def __init__(self, dim: int, side: int, dest: int, source: int, shift: tuple):
-        self.dim, self.side, self.dest, self.source, self.shift = dim, side, dest, source, shift
+    def __init__(self, dim: int, lower: int, upper: int, shifts: list):
+        self.dim, self.dest, self.source = dim, (lower, upper), (upper, lower)
+        self.shifts = pk.View((2, 3), pk.double)
+        self.shifts[:] = shifts
         self.send = pk.View(0, pk.int32)  # rows of x whose positions go out
-        self.buf = pk.View((0, 3), pk.double)  # the message out
-        self.recv = pk.View((0, 3), pk.double)  # the message in
-        self.first = 0  # where the received ghosts go in x
+        self.split, self.counts, self.first = 0, (0, 0), 0
+        self.buf = pk.View((0, 3), pk.double)  # both messages out
+        self.recv = pk.View((0, 3), pk.double)  # both messages in
+        self.parts = ()  # (buf part, recv part) per direction: subviews made once per rebuild
+
+    def resize(self, rows: list, counts: tuple, first: int) -> None:
+        """New lists: ``rows`` of x to send down and up, ``counts`` of ghosts to come from above and below."""
+        self.send = pk.View(len(rows[0]) + len(rows[1]), pk.int32)
+        self.send[:] = np.concatenate(rows)
+        self.split, self.counts, self.first = len(rows[0]), counts, first
+        self.buf = pk.View((self.send.extent(0), 3), pk.double)
+        self.recv = pk.View((sum(counts), 3), pk.double)
+        self.parts = ((self.buf[:self.split], self.recv[:counts[0]]), (self.buf[self.split:], self.recv[counts[0]:]))
 
 
 class ParallelSimulation(Simulation):
@@ -103,13 +116,15 @@ class ParallelSimulation(Simulation):
         self.atype.fill(self.input.atom_type)
         self.f = pk.View((n, 3), pk.double)
         self.virial = pk.View(n, pk.double)
-        self.swaps = []
+        self.halos = []
         for d in (d for d in range(3) if self.cut[d]):
-            lower, upper = self.comm.Shift(d, 1)
-            for side, dest, source in ((-1, lower, upper), (1, upper, lower)):
-                at_edge = self.coords[d] == (0 if side < 0 else self.grid[d] - 1)
-                shift = tuple(-side * self.box[d] if k == d and at_edge else 0.0 for k in range(3))
-                self.swaps.append(Swap(d, side, dest, source, shift))
+            # an image sent down from the lowest sub-box arrives above the highest one, and the other way round
+            shifts = [[0.0] * 3, [0.0] * 3]
+            if self.coords[d] == 0:
+                shifts[0][d] = self.box[d]
+            if self.coords[d] == self.grid[d] - 1:
+                shifts[1][d] = -self.box[d]
+            self.halos.append(Halo(d, *self.comm.Shift(d, 1), shifts))
 
     def neighbor_list(self, cutoff: float, density: float) -> NeighborList:
         gc = self.ghost_cutoff
@@ -166,39 +181,39 @@ class ParallelSimulation(Simulation):
             self.atype[:n] = atoms[:, 6]
 
     def borders(self) -> None:
-        """Choose the ghosts: per dimension, the atoms (own, and ghosts from earlier dimensions) within the
+        """Choose the ghosts: per cut dimension, the atoms (own, and ghosts from earlier dimensions) within the
         neighbour cutoff of each face of the sub-box, sent to the rank beyond it; then their positions."""
         gc = self.ghost_cutoff
         self.nghost = 0
-        for d in (d for d in range(3) if self.cut[d]):
-            candidates = self.nlocal + self.nghost  # not the ghosts this dimension brings
-            column = self.x.copy()[:candidates, d]
-            for swap in (swap for swap in self.swaps if swap.dim == d):
-                near = column < self.lo[d] + gc if swap.side < 0 else column >= self.hi[d] - gc
-                rows = np.nonzero(near)[0].astype(np.int32)
-                swap.send = pk.View(len(rows), pk.int32)
-                swap.send[:] = rows
-                swap.buf = pk.View((len(rows), 3), pk.double)
-                swap.first = self.nlocal + self.nghost
-                count = self._exchange_counts(len(rows), swap.dest, swap.source)
-                swap.recv = pk.View((count, 3), pk.double)
-                self.nghost += count
-                self._room(self.nlocal + self.nghost, "x")
-                self._send_positions(swap)
+        for halo in self.halos:
+            d = halo.dim
+            column = self.x.copy()[:self.nlocal + self.nghost, d]  # not the ghosts this dimension brings
+            rows = [np.nonzero(column < self.lo[d] + gc)[0], np.nonzero(column >= self.hi[d] - gc)[0]]
+            counts = tuple(self._exchange_counts(len(r), dest, source)
+                           for r, dest, source in zip(rows, halo.dest, halo.source))
+            halo.resize(rows, counts, self.nlocal + self.nghost)
+            self.nghost += sum(counts)
+            self._room(self.nlocal + self.nghost, "x")
+            self.send_positions(halo)
 
     def forward(self) -> None:
         """New positions for the ghosts, along the lists the last rebuild chose."""
-        for swap in self.swaps:
-            self._send_positions(swap)
+        for halo in self.halos:
+            self.send_positions(halo)
 
-    def _send_positions(self, swap: Swap) -> None:
-        """Pack the positions ``swap`` sends, exchange the messages, unpack the neighbour's into ghost rows."""
-        sx, sy, sz = swap.shift
-        pk.parallel_for("pack_positions", swap.send.extent(0), K.pack_positions, x=self.x, send=swap.send,
-                        buf=swap.buf, sx=sx, sy=sy, sz=sz)
-        kcomm.sendrecv(swap.buf, swap.dest, swap.recv, swap.source, comm=self.comm)
-        pk.parallel_for("unpack_positions", swap.recv.extent(0), K.unpack_positions, x=self.x, buf=swap.recv,
-                        first=swap.first)
+    def send_positions(self, halo: Halo) -> None:
+        """One dimension's ghost positions: one kernel packs both messages (so the first send's barrier runs it
+        and the second finds nothing pending), two exchanges, one kernel unpacks both into the ghost rows."""
+        pk.parallel_for("pack_positions", halo.send.extent(0), K.pack_positions, x=self.x, send=halo.send,
+                        buf=halo.buf, shifts=halo.shifts, split=halo.split)
+        for (out, into), dest, source in zip(halo.parts, halo.dest, halo.source):
+            kcomm.sendrecv(out, dest, into, source, comm=self.comm)
+        pk.parallel_for("unpack_positions", halo.recv.extent(0), K.unpack_positions, x=self.x, buf=halo.recv,
+                        first=halo.first)
+
+    def ghost_bytes_sent(self) -> int:
+        """Bytes of ghost positions this rank sends per step (in ``2 * len(halos)`` messages)."""
+        return sum(halo.send.extent(0) for halo in self.halos) * 3 * 8
 
     # --- the rest of a step -------------------------------------------------------------------------
     def build_neighbors(self) -> None:
@@ -213,8 +228,7 @@ class ParallelSimulation(Simulation):
         gpu = on_device(pk.get_default_space().value)
         where = (f"one GPU per rank (CUDA_VISIBLE_DEVICES {os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')} on "
                  "rank 0)" if gpu else "host")
-        sent = sum(swap.send.extent(0) for swap in self.swaps) * 3 * 8
         return (super().timing_report() + f"\n  MPI: {self.comm.Get_size()} ranks, process grid "
                 f"{'x'.join(map(str, self.grid))}; rank 0 holds {self.nlocal} atoms and {self.nghost} ghosts "
-                f"({self.arrived} atoms migrated in), sends {sent} bytes of ghost positions per step in "
-                f"{len(self.swaps)} messages; kernels on {where}, messages staged through host memory")
+                f"({self.arrived} atoms migrated in), sends {self.ghost_bytes_sent()} bytes of ghost positions per "
+                f"step in {2 * len(self.halos)} messages; kernels on {where}, messages staged through host memory")
