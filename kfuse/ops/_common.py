@@ -135,7 +135,7 @@ def result_dtype(*operands, floating: bool = False) -> np.dtype:
 def _run_pending() -> bool:
     """Run the pending trace (the result pool is full of the intermediates it holds); whether there was any."""
     rt = context.current()
-    if not (rt.trace.entries or rt.batch):
+    if not rt.trace.entries:  # recorded operations (ops/lazy.py) stay: their dropped results are never touched
         return False
     rt.flush_all()
     return True

@@ -229,6 +229,7 @@ def _launch(steps: list, stored: list, now: bool) -> None:
         return
     key, outputs, inputs, scalars, writer = [], [], [], [], {}
     input_index = {}
+    last_write = {step.target.bounds: k for k, step in enumerate(steps) if step.target is not None}
     for k, (step, store) in enumerate(zip(steps, stored)):
         operands = []
         for x in step.operands:
@@ -246,7 +247,7 @@ def _launch(steps: list, stored: list, now: bool) -> None:
             key.append((step.wu, tuple(operands), None, None))
             continue
         out = None
-        if store is True:
+        if store is True and last_write[step.target.bounds] == k:  # earlier values of it are only forwarded
             out = len(outputs)
             outputs.append(_flat(step.target))
         writer[step.target.bounds] = k
