@@ -20,7 +20,7 @@ from ..types import DType
 from .cxx_names import cpp_type, ident, view_type
 from .printer import BodyPrinter, Unit
 
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 _SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
            "Cuda": ("Kokkos::Cuda", "Kokkos::CudaSpace"), "HIP": ("Kokkos::Experimental::HIP",
                                                                  "Kokkos::Experimental::HIPSpace")}
@@ -92,7 +92,11 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         sig = [f"const int64_t {ident(n)}" for n in index_names]
     preamble = []
     value_type = ""
-    if spec.op == "reduce":
+    if spec.op == "reduce" and len(spec.accs) == 1:  # a scalar sum: Kokkos's own reducer (on GPUs, warp shuffles)
+        sig.append("value_type& kf_acc")
+        preamble = [f"    {spec.accs[0].cpp}& {ident(acc_names[0])} = kf_acc;"]
+        value_type = f"  using value_type = {spec.accs[0].cpp};\n"
+    elif spec.op == "reduce":
         sig.append("value_type& kf_acc")
         preamble = [f"    {d.cpp}& {ident(n)} = kf_acc.a{i};" for i, (n, d) in enumerate(zip(acc_names, spec.accs))]
         fields = " ".join(f"{d.cpp} a{i};" for i, d in enumerate(spec.accs))
@@ -136,9 +140,10 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         launch = f'    Kokkos::parallel_for("{kernel_name}", {policy}, kf_f);'
         results = ""
     elif spec.op == "reduce":
-        launch = (f"    Functor::value_type kf_r;\n"
+        launch = (f"    Functor::value_type kf_r{{}};\n"
                   f'    Kokkos::parallel_reduce("{kernel_name}", {policy}, kf_f, kf_r);')
-        results = "".join(_store_result(f"kf_r.a{i}", d, i) for i, d in enumerate(spec.accs))
+        fields = ["kf_r"] if len(spec.accs) == 1 else [f"kf_r.a{i}" for i in range(len(spec.accs))]
+        results = "".join(_store_result(f, d, i) for i, (f, d) in enumerate(zip(fields, spec.accs)))
     else:
         launch = (f"    {spec.accs[0].cpp} kf_r = {spec.accs[0].cpp}();\n"
                   f'    Kokkos::parallel_scan("{kernel_name}", {policy}, kf_f, kf_r);')
