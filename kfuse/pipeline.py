@@ -22,9 +22,10 @@ import time
 from . import config, counters
 from .backends.base import Lowered
 from .calls import writes_of
+from .compiler import decisions
 from .errors import KfuseError
 from .frontend.access import summarize
-from .fuser import build, explain, graph as graphs, persist, planner, replay
+from .fuser import build, cost, explain, graph as graphs, persist, planner, profit, replay
 from .fuser.replay import Replay
 from .runtime.launch import policy_slots
 from .transforms import manager as transforms
@@ -158,9 +159,10 @@ def fused_kernel(rt, key: tuple, group: list, args: tuple) -> tuple:
     return entry
 
 
-def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict) -> None:
+def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict, choices: dict) -> None:
     """Render every kernel this partition will load and has not loaded yet, and let the backend compile them
     together (Kokkos: one compiler per CPU), so a first flush waits for its slowest compile, not for the sum.
+    ``choices``: group number -> its profit.Choice (a group run apart needs its members' kernels instead).
 
     Only a head start: a group whose arguments are still pending Futures is left out, and anything failing
     here is ignored, so the group's own run raises it where it belongs (and names the culprit)."""
@@ -170,17 +172,89 @@ def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict) -
         if any(c.futures for c in group) or any(rt.failures.blocking(c) for c in group):
             continue
         try:
-            if len(group) > 1:
+            if len(group) > 1 and choices.get(number, profit.FUSED).fused:
                 key = fused_key(scheduled.keys[number], group[0].prepared.backend, names,
                                 scratch.get(number, frozenset()))
                 if key not in rt.fused:
                     wanted.append(rendered_group(rt, key, group, tuple(a for c in group for a in c.args))[0])
-            elif group[0].prepared.kernel is None:
-                wanted.append(rendered_call(group[0].prepared))
+                continue
+            wanted += [rendered_call(p) for p in _specialisations(group) if p.kernel is None]
         except KfuseError:
             continue
     if len(wanted) > 1:
         calls[0].prepared.backend.compile_ahead(wanted)
+
+
+# --- profitability (fuser/profit.py) ----------------------------------------------------------
+def choose(rt, key: tuple, group: list, args: tuple, scratch: frozenset) -> profit.Choice:
+    """How this occurrence of a fused group (``key``: its ``fused_key``) runs: fused, or its members apart."""
+    mode = config.PROFIT.get()
+    if mode == "off":
+        return profit.FUSED
+    footprints = [footprint(c) for c in group]
+    sizes = (cost.iterations(group[0].policy).bit_length(),
+             sum(hi - lo for lo, hi in {r for f in footprints for side in f for r in side}).bit_length())
+    entry = rt.profit.entry((key, sizes))
+    if mode == "measure" and not entry.looked_up:
+        entry.looked_up = True
+        _recall(entry, key, group, sizes)
+    return profit.choose(entry, mode, config.PROFIT_TRIALS.get(),
+                         lambda runs: cost.judge(_estimate(rt, entry, key, group, args, scratch, footprints), runs))
+
+
+def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
+    """Where ``entry``'s decision is kept across processes, and the decision itself if one was kept."""
+    backend, _, aliasing, scalars, names, scratch = key
+    entry.stored_as = decisions.digest(persist.key(group, aliasing, scalars, names, scratch), backend, sizes)
+    found = decisions.load(entry.stored_as)
+    if found is not None:
+        entry.decision = profit.decided(found["fused_s"], found["apart_s"], found["trials"], "remembered")
+        counters.bump("profit_remembered")
+
+
+def _estimate(rt, entry, key: tuple, group: list, args: tuple, scratch: frozenset, footprints: list):
+    """The cost model's inputs for ``group`` (kept on ``entry`` once its fused kernel costs no compile)."""
+    if entry.estimate is not None and entry.estimate.compile_seconds <= 0:
+        return entry.estimate
+    backend = group[0].prepared.backend
+    per_kernel = backend.compile_seconds
+    apart = fused = 0.0
+    if per_kernel:
+        apart = per_kernel * sum(not _built(p) for p in _specialisations(group))
+        if not apart and key not in rt.fused:  # with a member to compile, fusing never costs more compiling
+            try:
+                fused = 0.0 if backend.built(rendered_group(rt, key, group, args)[0]) else per_kernel
+            except KfuseError:
+                fused = per_kernel
+    entry.estimate = cost.estimate(len(group), footprints, tuple(args[p].bounds for p in scratch), fused, apart)
+    return entry.estimate
+
+
+def _specialisations(group: list) -> list:
+    """The distinct specialisations of a group's calls (one kernel each, however often it is called)."""
+    return list({id(c.prepared): c.prepared for c in group}.values())
+
+
+def _built(prepared) -> bool:
+    if prepared.kernel is not None:
+        return True
+    try:
+        return prepared.backend.built(rendered_call(prepared))
+    except KfuseError:
+        return False
+
+
+def _timed(rt, choice, fused: bool, seconds: float) -> None:
+    """Report a timed occurrence; when it completes a measurement, keep the decision for later processes."""
+    counters.bump("profit_trials")
+    trials = config.PROFIT_TRIALS.get()
+    entry = choice.entry
+    decision = profit.timed(entry, fused, seconds, trials)
+    if decision is None:
+        return
+    counters.bump("profit_decided")
+    if entry.stored_as:
+        decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s), max(1, trials))
 
 
 # --- launch -----------------------------------------------------------------------------------
@@ -195,7 +269,8 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
 
     A failing call loses only what depends on it: a fused group that fails before running is retried
     member by member, so the error names the culprit; a call that touches bytes a failed call would have
-    written (or takes its Future) is not run and passes the same failure on (tracer/failures.py).
+    written (or takes its Future) is not run and passes the same failure on (tracer/failures.py). A group
+    the profitability rules keep apart (fuser/profit.py) runs member by member too, by the same path.
     """
     start = time.perf_counter()
     scheduled, how = schedule(rt, calls, fuse)
@@ -205,13 +280,33 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     fusing = len(plan.groups) < len(calls)
     scratch = liveness.unreachable(calls, plan.groups) if fusing else {}
     names = transforms.enabled() if fusing else frozenset()
-    if len(plan.groups) > 1:
-        compile_ahead(rt, scheduled, calls, names, scratch)
+    choices = {}
+    if fusing and config.PROFIT.get() != "off":  # before compile_ahead, which builds what the choices need
+        for number, indices in enumerate(plan.groups):
+            group = [calls[i] for i in indices]
+            if scheduled.keys[number] is not None and not any(failures.blocking(c) for c in group):
+                args = tuple(a for c in group for a in c.args)
+                choices[number] = choose(rt, _key(scheduled, number, group, args, names, scratch), group, args,
+                                         scratch.get(number, frozenset()))
+    if len(plan.groups) > 1 or choices:
+        compile_ahead(rt, scheduled, calls, names, scratch, choices)
     for number, indices in enumerate(plan.groups):
         group = [calls[i] for i in indices]
         if len(group) > 1 and not any(failures.blocking(c) for c in group):
+            args = tuple([a for c in group for a in c.bound_args()])
+            key = _key(scheduled, number, group, args, names, scratch)
+            choice = choices.get(number) or choose(rt, key, group, args, scratch.get(number, frozenset()))
+            if choice.text:
+                record.choices[indices[0]] = choice.text
+            if not choice.fused:
+                counters.bump("groups_unfused")
+                _run_apart(rt, indices, group, failures, record, choice)
+                continue
             try:
-                _run_fused(rt, scheduled, number, group, names, record, scratch.get(number, frozenset()))
+                seconds = _run_fused(rt, key, indices, group, args, record, scratch.get(number, frozenset()),
+                                     choice.timed)
+                if choice.timed:
+                    _timed(rt, choice, True, seconds)
                 continue
             except KfuseError as exc:
                 if is_fault(exc):
@@ -224,15 +319,23 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
             _run_single(index, call, failures, record)
 
 
-def _run_fused(rt, scheduled, number: int, group: list, names: frozenset, record, scratch: frozenset) -> None:
-    indices = scheduled.plan.groups[number]
-    args = tuple([a for c in group for a in c.bound_args()])
-    base = scheduled.keys[number] or group_key(scheduled.graph, indices, group, args)
-    key = fused_key(base, group[0].prepared.backend, names, scratch)
+def _key(scheduled, number: int, group: list, args: tuple, names: frozenset, scratch: dict) -> tuple:
+    """Group ``number``'s ``fused_key`` (``args``: its calls' arguments, Futures' values included)."""
+    base = scheduled.keys[number] or group_key(scheduled.graph, scheduled.plan.groups[number], group, args)
+    return fused_key(base, group[0].prepared.backend, names, scratch.get(number, frozenset()))
+
+
+def _run_fused(rt, key: tuple, indices: list, group: list, args: tuple, record, scratch: frozenset,
+               timed: bool) -> float:
+    """Launch the group's fused kernel; returns the launch's seconds on ``rt.profit.clock`` when ``timed``."""
     kernel, arg_index = fused_kernel(rt, key, group, args)
-    results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
+    slots, passed = policy_slots(group[0].policy), tuple(args[i] for i in arg_index)
+    clock = rt.profit.clock
+    start = clock() if timed else 0.0
+    results = iter(kernel.launch(slots, passed))
+    seconds = clock() - start if timed else 0.0
     values = [next(results) if c.op == "reduce" else None for c in group]
-    record.fused_names.append(kernel.name)
+    record.kernels[indices[0]] = kernel.name
     if scratch:
         passed = {id(args[i]) for i in arg_index}
         unstored = len({id(args[p]) for p in scratch} - passed)
@@ -242,23 +345,44 @@ def _run_fused(rt, scheduled, number: int, group: list, names: frozenset, record
     for call, value in zip(group, values):
         if call.result is not None:
             call.result.set_result(value)
+    return seconds
 
 
-def _run_single(index: int, call, failures, record) -> None:
+def _run_apart(rt, indices: list, group: list, failures, record, choice) -> None:
+    """Run a group the profitability rules keep apart, member by member; when the run is a timed one, its
+    members' kernels are loaded (perhaps compiled) before the clock starts, and a run with a failure is not
+    counted."""
+    timed = choice.timed
+    if timed:
+        try:
+            for prepared in _specialisations(group):
+                kernel_of(prepared)
+        except KfuseError:
+            timed = False  # the member's own run below records the failure
+    clock = rt.profit.clock
+    start = clock() if timed else 0.0
+    ran = [_run_single(index, call, failures, record) for index, call in zip(indices, group)]
+    if timed and all(ran):
+        _timed(rt, choice, False, clock() - start)
+
+
+def _run_single(index: int, call, failures, record) -> bool:
+    """Run one call of a partition; False when it failed or could not run."""
     blocked = failures.blocking(call)
     if blocked is not None:
         record.notes.append(f"call {index} ({call.prepared.name}) not run: it needs what {blocked.where()} "
                             "would have produced")
         failures.poison(call, blocked)
-        return
+        return False
     try:
         value = execute(call)
     except KfuseError as exc:
         record.notes.append(f"call {index} ({call.prepared.name}) failed: {_first_line(exc)}")
         failures.fail(call, exc)
-        return
+        return False
     if call.result is not None:
         call.result.set_result(value)
+    return True
 
 
 def _after_fault(group: list, exc, failures) -> None:

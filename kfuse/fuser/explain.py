@@ -14,9 +14,15 @@ class FlushRecord:
     analysis_seconds: float
     how: str  # "replayed" (fuser/replay.py), "cached" (plan found by graph) or "" (planned)
     fused: bool
-    fused_names: list = field(default_factory=list)
+    kernels: dict = field(default_factory=dict)  # first call of a group -> the fused kernel it ran as
     notes: list = field(default_factory=list)  # failures and fall-backs met while running the groups
     unstored: dict = field(default_factory=dict)  # first call of a group -> its arrays never stored (scratch)
+    choices: dict = field(default_factory=dict)  # first call of a group -> what decided fused or apart (profit.py)
+
+    @property
+    def fused_names(self) -> list:
+        """The fused kernels launched, in order."""
+        return list(self.kernels.values())
 
     def text(self) -> str:
         n_kernels = len(self.groups)
@@ -30,10 +36,13 @@ class FlushRecord:
                 lines.append(f"  | split before call {members[0]} ({self.call_names[members[0]]}): "
                              f"{reasons[members[0]]}")
             names = " + ".join(self.call_names[i] for i in members)
-            kind = f"fused {len(members)} calls" if len(members) > 1 else "single call"
+            choice = self.choices.get(members[0], "")
+            kind = ("single call" if len(members) == 1 else f"fused {len(members)} calls"
+                    if not choice.startswith("unfused") else f"{len(members)} calls run apart")
             unstored = self.unstored.get(members[0])
             scratch = f"; {unstored} array(s) nothing reads afterwards never stored" if unstored else ""
-            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}{scratch}]")
+            because = f"; {choice}" if choice else ""
+            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}{scratch}{because}]")
         lines += [f"  ! {note}" for note in self.notes]
         return "\n".join(lines)
 
