@@ -3,6 +3,7 @@
     specialise  calls.bind          workunit + arguments -> KernelCall (KernelSource + KernelSpec), type-checked
     (trace)     engine.Runtime.log  delayed calls wait in the trace; a host access cuts out a partition
     schedule    schedule()          partition -> graph (fuser/graph.py) -> groups, a Reason at every split
+    profit      choose()            per group: fused, or its members apart (fuser/profit.py: cost model, timings)
     lower       lower_call/group    a call, or a group fused (fuser/build.py) and transformed -> Lowered
     render      backend.render      Lowered -> the backend's code (C++ for Kokkos)
     compile     backend.load        -> a loaded Kernel (through the backend's cache; a partition's new kernels

@@ -302,3 +302,43 @@ def test_decision_files_are_checked_before_use(tmp_path, monkeypatch):
     os.chmod(path, 0o600)
     path.write_text(json.dumps({"format": 1, "key": key, "entry": {"fused": "yes"}}))
     assert "damaged" in decisions.problem(path)
+
+
+# --- compiled kernels, real clock (no assertion on which side wins) ---------------------------------------------
+def test_compiled_kernels_measured_with_the_real_clock_equal_eager(measure, monkeypatch):
+    def program():
+        a, b, c = fresh_views()
+        return steps(6, a, b, c), np.asarray(a).copy(), np.asarray(c).copy()
+
+    with config.overridden(config.PROFIT, "off"), pk.fusion():
+        steps(1, *fresh_views())  # the fused kernel is built: the cost model lets the group be timed
+    expected, got, stats, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["profit_trials"] == 4 and stats["profit_decided"] == 1, text
+    assert len(list(Path(os.environ["KFUSE_CACHE_DIR"]).rglob("decisions/*/*.json"))) == 1
+    assert last_choices(1)[0].startswith(("fused: measured", "unfused: measured")), text
+
+
+def test_a_compile_the_runs_do_not_repay_is_not_made(measure):
+    def program():
+        a, b, c = fresh_views()
+        return steps(3, a, b, c), np.asarray(a).copy()
+
+    expected, got, stats, text = run_eager_and_fused(program)  # eager built the members; 64 elements save ~5 us
+    assert_same(expected, got)
+    assert stats["fused_kernels_launched"] == 0 and stats["groups_unfused"] == 3 and stats["compiles"] == 0, text
+    assert "unfused: a 0.4 s compile not repaid by 3 run(s)" in text
+
+
+def test_the_model_sees_a_fused_kernel_already_in_the_compile_cache(monkeypatch):
+    monkeypatch.setenv("KFUSE_PROFIT", "off")
+    views = fresh_views()
+    pk.enable_fusion()
+    steps(1, *views)  # builds the fused kernel (and nothing else)
+    pk.disable_fusion()
+    steps(1, *views)  # eager: builds both members
+    context.current().fused.clear()  # as in a new process: only the disk cache has the fused kernel
+    monkeypatch.setenv("KFUSE_PROFIT", "model")
+    pk.enable_fusion()
+    steps(1, *views)
+    assert last_choices(1) == ["fused: costs no compile beyond its members'"]
