@@ -187,20 +187,22 @@ def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict, c
 
 
 # --- profitability (fuser/profit.py) ----------------------------------------------------------
-def choose(rt, key: tuple, group: list, args: tuple, scratch: frozenset) -> profit.Choice:
-    """How this occurrence of a fused group (``key``: its ``fused_key``) runs: fused, or its members apart."""
+def choose(rt, scheduled, number: int, key: tuple, group: list, args: tuple, scratch: frozenset) -> profit.Choice:
+    """How this occurrence of group ``number`` (``key``: its ``fused_key``) runs: fused, or its members apart."""
     mode = config.PROFIT.get()
     if mode == "off":
         return profit.FUSED
-    footprints = [footprint(c) for c in group]
-    sizes = (cost.iterations(group[0].policy).bit_length(),
-             sum(hi - lo for lo, hi in {r for f in footprints for side in f for r in side}).bit_length())
+    sizes = scheduled.sizes.get(number)
+    if sizes is None:  # kept on the Replay: a replayed partition has the same policies and Views
+        spans = {r for c in group for side in footprint(c) for r in side}
+        sizes = scheduled.sizes[number] = (cost.iterations(group[0].policy).bit_length(),
+                                           sum(hi - lo for lo, hi in spans).bit_length())
     entry = rt.profit.entry((key, sizes))
     if mode == "measure" and not entry.looked_up:
         entry.looked_up = True
         _recall(entry, key, group, sizes)
     return profit.choose(entry, mode, config.PROFIT_TRIALS.get(),
-                         lambda runs: cost.judge(_estimate(rt, entry, key, group, args, scratch, footprints), runs))
+                         lambda runs: cost.judge(_estimate(rt, entry, key, group, args, scratch), runs))
 
 
 def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
@@ -213,7 +215,7 @@ def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
         counters.bump("profit_remembered")
 
 
-def _estimate(rt, entry, key: tuple, group: list, args: tuple, scratch: frozenset, footprints: list):
+def _estimate(rt, entry, key: tuple, group: list, args: tuple, scratch: frozenset):
     """The cost model's inputs for ``group`` (kept on ``entry`` once its fused kernel costs no compile)."""
     if entry.estimate is not None and entry.estimate.compile_seconds <= 0:
         return entry.estimate
@@ -227,7 +229,8 @@ def _estimate(rt, entry, key: tuple, group: list, args: tuple, scratch: frozense
                 fused = 0.0 if backend.built(rendered_group(rt, key, group, args)[0]) else per_kernel
             except KfuseError:
                 fused = per_kernel
-    entry.estimate = cost.estimate(len(group), footprints, tuple(args[p].bounds for p in scratch), fused, apart)
+    entry.estimate = cost.estimate(len(group), [footprint(c) for c in group], tuple(args[p].bounds for p in scratch),
+                                   fused, apart)
     return entry.estimate
 
 
@@ -281,22 +284,23 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     fusing = len(plan.groups) < len(calls)
     scratch = liveness.unreachable(calls, plan.groups) if fusing else {}
     names = transforms.enabled() if fusing else frozenset()
-    choices = {}
+    keys, choices = {}, {}  # group number -> its fused_key, its profit.Choice (for groups without Futures)
     if fusing and config.PROFIT.get() != "off":  # before compile_ahead, which builds what the choices need
         for number, indices in enumerate(plan.groups):
             group = [calls[i] for i in indices]
             if scheduled.keys[number] is not None and not any(failures.blocking(c) for c in group):
                 args = tuple(a for c in group for a in c.args)
-                choices[number] = choose(rt, _key(scheduled, number, group, args, names, scratch), group, args,
-                                         scratch.get(number, frozenset()))
-    if len(plan.groups) > 1 or choices:
+                key = keys[number] = _key(scheduled, number, group, args, names, scratch)
+                choices[number] = choose(rt, scheduled, number, key, group, args, scratch.get(number, frozenset()))
+    if len(plan.groups) > 1 or any(not c.fused for c in choices.values()):
         compile_ahead(rt, scheduled, calls, names, scratch, choices)
     for number, indices in enumerate(plan.groups):
         group = [calls[i] for i in indices]
         if len(group) > 1 and not any(failures.blocking(c) for c in group):
             args = tuple([a for c in group for a in c.bound_args()])
-            key = _key(scheduled, number, group, args, names, scratch)
-            choice = choices.get(number) or choose(rt, key, group, args, scratch.get(number, frozenset()))
+            key = keys.get(number) or _key(scheduled, number, group, args, names, scratch)
+            choice = choices.get(number) or choose(rt, scheduled, number, key, group, args,
+                                                   scratch.get(number, frozenset()))
             if choice.text:
                 record.choices[indices[0]] = choice.text
             if not choice.fused:

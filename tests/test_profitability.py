@@ -67,7 +67,9 @@ def last_choices(n: int) -> list:
 def measure(monkeypatch):
     monkeypatch.setenv("KFUSE_PROFIT", "measure")
     monkeypatch.setenv("KFUSE_PROFIT_TRIALS", "2")
-    monkeypatch.setenv("KFUSE_CACHE_DIR", str(Path(os.environ["KFUSE_CACHE_DIR"]) / "profit-tests" / os.urandom(6).hex()))
+    """Measurement with two trials each way, in a cache folder of the test's own (no decision from elsewhere)."""
+    fresh = Path(os.environ["KFUSE_CACHE_DIR"]) / "profit-tests" / os.urandom(6).hex()
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(fresh))
 
 
 # --- the rules themselves, without kernels ----------------------------------------------------------------------

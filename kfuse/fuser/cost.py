@@ -1,12 +1,12 @@
 """The cost model: is a fused kernel worth its compile, for the runs seen so far?
 
-Fusing saves, per run, the launches of all members but one and the memory traffic of Views that the members
-each sweep again (the bytes of the Views each member reads and writes, summed, less those of the fused kernel:
-each View loaded once unless a member wrote it first, stored once, and never for the Views nothing reads
-afterwards, which the memory transform does not store). It costs a compile when the fused kernel is not built yet, less the compiles of members not built
-yet (they would be compiled to run apart). Rule, like renting skis: fuse once the runs seen so far would have
-repaid that compile (``runs * saving >= compile``), so a group that runs once never waits seconds to save
-microseconds, and one that recurs pays at most about twice what the best choice in hindsight would.
+Fusing saves, per run, the launches of all members but one and the memory traffic of Views that the members each
+sweep again (the bytes of the Views each member reads and writes, summed, less those of the fused kernel: each View
+loaded once unless a member wrote it first, stored once, and never for the Views nothing reads afterwards, which
+the memory transform does not store). It costs a compile when the fused kernel is not built yet, less the compiles
+of members not built yet (they would be compiled to run apart). Rule, like renting skis: fuse once the runs seen so
+far would have repaid that compile (``runs * saving >= compile``), so a group that runs once never waits seconds to
+save microseconds, and one that recurs pays at most about twice what the best choice in hindsight would.
 
 The constants are this repository's measured figures, kept round on purpose: the model only has to tell
 microseconds from seconds, and ``KFUSE_PROFIT=measure`` times the groups that recur.
