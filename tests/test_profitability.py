@@ -344,3 +344,51 @@ def test_the_model_sees_a_fused_kernel_already_in_the_compile_cache(monkeypatch)
     pk.enable_fusion()
     steps(1, *views)
     assert last_choices(1) == ["fused: costs no compile beyond its members'"]
+
+
+# --- what reports say -------------------------------------------------------------------------------------------
+def _record(number: int, choice: str, kernel: str | None):
+    from kfuse.fuser.explain import FlushRecord
+
+    rec = FlushRecord(number, ["add", "mul", "c"], [[0, 1], [2]], [], 0.0, "", True)
+    rec.choices[0] = choice
+    if kernel:
+        rec.kernels[0] = kernel
+    return rec
+
+
+def test_summaries_and_launch_counts_show_groups_run_apart():
+    from kfuse.fuser.explain import summary
+
+    apart = _record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)
+    fused = _record(2, "fused: timing trial 1 of 3 fused", "add__mul")
+    assert apart.text().startswith("flush #1: 3 call(s) -> 3 kernel launch(es)")
+    assert fused.text().startswith("flush #2: 3 call(s) -> 2 kernel launch(es)")
+    text = summary([apart, fused, apart])
+    assert "3 flushes, 9 calls -> 8 kernel launches" in text
+    assert "fused groups (times formed):\n         1x  add + mul" in text
+    assert "groups run apart, not worth fusing (times):\n         2x  add + mul" in text
+
+
+def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
+    from kfuse.bench import measure, report
+
+    eager = {"seconds": 1.0, "launches": [("add", 0.002, False), ("mul", 0.002, False)], "flushes": []}
+    apart = {"seconds": 1.0, "launches": [("add", 0.002, False), ("mul", 0.002, False)],
+             "flushes": [_record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)]}
+    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True)],
+             "flushes": [_record(1, "fused: measured 4.00x faster fused (best of 3 trial(s) each way)", "add__mul")]}
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [apart]}, [("uo", "none"), ("o", "all")], 1)
+    assert (row["run"], row["kernel"], row["fused_o_ms"], row["speedup_chosen"]) == ("apart", None, None, 1.0)
+    assert row["decision"].startswith("unfused: measured 2.00x slower fused") and row["unfused_ms"] == 4.0
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [fused]}, [("uo", "none"), ("o", "all")], 1)
+    assert (row["run"], row["kernel"], row["speedup_o"], row["speedup_chosen"]) == ("fused", "add__mul", 4.0, 4.0)
+    data = {"machine": {"platform": "p", "cpus_usable": 2, "cpu_count": 2, "kfuse_num_threads": -1,
+                        "load_average_1min": 0.0, "compiler": "g++", "opt_flags": "-O3", "kokkos_version": 1,
+                        "kokkos_backends": ["OPENMP"], "python": "3"}, "size": "small", "repeat": 1,
+            "subjects": {"s": {"groups": [dict(row, run="apart", decision="unfused: measured 2.00x slower fused")],
+                               "eager_s": None, "trace_s": None, "fused_uo_s": None, "fused_s": None,
+                               "fused_vs_eager_speedup": None, "trace_overhead_pct": 0.0, "analysis_ms": None}}}
+    text = report.markdown(data)
+    assert "| apart | unfused: measured 2.00x slower fused |" in text
+    assert "Run apart by a profitability decision (1): s: add+mul." in text
