@@ -206,10 +206,15 @@ def choose(rt, scheduled, number: int, key: tuple, group: list, args: tuple, scr
 
 
 def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
-    """Where ``entry``'s decision is kept across processes, and the decision itself if one was kept."""
+    """Where ``entry``'s decision is kept across processes, and the decision itself if one was kept (none when
+    the cache folder cannot be used: the partition's calls must run whatever the cache does)."""
     backend, _, aliasing, scalars, names, scratch = key
-    entry.stored_as = decisions.digest(persist.key(group, aliasing, scalars, names, scratch), backend, sizes)
-    found = decisions.load(entry.stored_as)
+    stored_as = decisions.digest(persist.key(group, aliasing, scalars, names, scratch), backend, sizes)
+    try:
+        found = decisions.load(stored_as)
+    except KfuseError:  # CacheError with KFUSE_CACHE_FALLBACK=0: measured here, kept in memory only
+        return
+    entry.stored_as = stored_as
     if found is not None:
         entry.decision = profit.decided(found["fused_s"], found["apart_s"], found["trials"], "remembered")
         counters.bump("profit_remembered")
@@ -248,7 +253,7 @@ def _built(prepared) -> bool:
         return False
 
 
-def _timed(rt, choice, fused: bool, seconds: float) -> None:
+def _timed(rt, choice, fused: bool, seconds: float, record) -> None:
     """Report a timed occurrence; when it completes a measurement, keep the decision for later processes."""
     counters.bump("profit_trials")
     trials = config.PROFIT_TRIALS.get()
@@ -258,7 +263,10 @@ def _timed(rt, choice, fused: bool, seconds: float) -> None:
         return
     counters.bump("profit_decided")
     if entry.stored_as:
-        decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s), max(1, trials))
+        try:
+            decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s), max(1, trials))
+        except KfuseError as exc:  # the cache folder failed and may not be replaced: the decision stays in memory
+            record.notes.append(f"profitability decision not kept across processes: {_first_line(exc)}")
 
 
 # --- launch -----------------------------------------------------------------------------------
@@ -310,9 +318,6 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
             try:
                 seconds = _run_fused(rt, key, indices, group, args, record, scratch.get(number, frozenset()),
                                      choice.timed)
-                if choice.timed:
-                    _timed(rt, choice, True, seconds)
-                continue
             except KfuseError as exc:
                 if is_fault(exc):
                     record.notes.append(f"group {indices[0]}..{indices[-1]} faulted: {_first_line(exc)}")
@@ -320,6 +325,10 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                     continue
                 record.notes.append(f"group {indices[0]}..{indices[-1]} failed fused, ran its calls "
                                     f"one by one: {_first_line(exc)}")
+            else:  # the group ran: nothing below may send it to the one-by-one path (A += B must not run twice)
+                if choice.timed:
+                    _timed(rt, choice, True, seconds, record)
+                continue
         for index, call in zip(indices, group):
             _run_single(index, call, failures, record)
 
@@ -368,7 +377,7 @@ def _run_apart(rt, indices: list, group: list, failures, record, choice) -> None
     start = clock() if timed else 0.0
     ran = [_run_single(index, call, failures, record) for index, call in zip(indices, group)]
     if timed and all(ran):
-        _timed(rt, choice, False, clock() - start)
+        _timed(rt, choice, False, clock() - start, record)
 
 
 def _run_single(index: int, call, failures, record) -> bool:

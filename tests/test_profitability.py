@@ -234,6 +234,25 @@ def test_a_reduction_in_a_group_run_apart_delivers_its_value(measure):
     assert stats["groups_unfused"] >= 3
 
 
+@pytest.mark.backend("python")
+def test_a_cache_folder_that_fails_keeps_the_decision_in_memory_and_runs_nothing_twice(measure, monkeypatch):
+    from kfuse.compiler.trust import CacheError
+
+    def refuse(*args):
+        raise CacheError("the cache folder failed")
+
+    monkeypatch.setattr(decisions, "save", refuse)
+
+    def program():
+        context.current().profit.clock = costed_clock(1.0, 1.0)
+        a, b, c = fresh_views()
+        return steps(5, a, b, c), np.asarray(a).copy()
+
+    expected, got, stats, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["profit_decided"] == 1 and "decision not kept across processes: the cache folder failed" in text
+
+
 # --- across processes -------------------------------------------------------------------------------------------
 _SCRIPT = textwrap.dedent('''
     import json, sys
