@@ -30,7 +30,8 @@ _KEPT = 4096  # signatures remembered in a process; a program whose sizes change
 @dataclass(frozen=True)
 class Choice:
     """How one occurrence of a group runs. ``rule``: what decided ("off", "model", "trial", "measured",
-    "remembered"); ``text``: explain()'s words; ``timed``: time this run and report it with ``Book.timed``."""
+    "remembered"); ``text``: explain()'s words, starting "fused:" or "unfused:" (empty for "off"); ``timed``:
+    time this run and report it with ``timed``; ``entry``: the signature's state the timing goes to."""
 
     fused: bool
     rule: str
@@ -56,6 +57,8 @@ class Entry:
 
 
 class Book:
+    """A runtime's profitability state: an ``Entry`` per group signature, and the clock trials are timed with."""
+
     def __init__(self):
         self.entries: dict = {}
         self.clock = time.perf_counter
