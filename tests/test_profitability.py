@@ -411,3 +411,21 @@ def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
     text = report.markdown(data)
     assert "| apart | unfused: measured 2.00x slower fused |" in text
     assert "Run apart by a profitability decision (1): s: add+mul." in text
+
+
+def test_processes_deciding_the_same_group_at_once_leave_a_whole_decision(tmp_path):
+    script = textwrap.dedent('''
+        import sys
+        from kfuse.compiler import decisions
+        for k in range(200):
+            decisions.save(sys.argv[1], k % 2 == 0, 1.0 + k, 2.0, int(sys.argv[2]))
+    ''')
+    env = config.child_environment(CACHE_DIR=tmp_path)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    key = "ab" * 32
+    writers = [subprocess.Popen([sys.executable, "-c", script, key, str(n)], env=env) for n in (1, 2, 3)]
+    assert all(w.wait(timeout=120) == 0 for w in writers)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(["ab", "decisions", f"{key}.json"])  # no temporary file
+    with config.overridden(config.CACHE_DIR, tmp_path):
+        found = decisions.load(key)
+    assert found["trials"] in (1, 2, 3) and found["fused_s"] == 200.0 and found["fused"] is False
