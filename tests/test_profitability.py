@@ -108,6 +108,14 @@ def test_runs_the_model_keeps_apart_are_timings_of_that_side():
         profit.timed(entry, choice.fused, 1.0 if choice.fused else 2.0, 2)
     assert sides == [(False, "model"), (False, "model"), (True, "trial"), (True, "trial"),
                      (True, "measured"), (True, "measured")]
+    never = profit.Entry()  # kept apart for good: timed only until its side has its timings
+    timed = []
+    for _ in range(5):
+        choice = profit.choose(never, "measure", 2, lambda runs: (False, "no"))
+        timed.append(choice.timed)
+        if choice.timed:
+            profit.timed(never, False, 1.0, 2)
+    assert timed == [True, True, False, False, False] and len(never.apart_s) == 2
 
 
 def test_the_cost_model_rents_until_the_runs_repay_the_compile():

@@ -78,12 +78,13 @@ def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
     entry.seen += 1
     if entry.decision is not None:
         return entry.decision
+    trials = max(1, trials)
     fuse, reason = judge(entry.seen)
-    if mode == "model" or not fuse:
-        return Choice(fuse, "model", reason, timed=mode == "measure", entry=entry)
-    fused = _next_side(entry, max(1, trials))
+    if mode == "model" or not fuse:  # measured: a run apart is a timing of that side, while one is missing
+        return Choice(fuse, "model", reason, timed=mode == "measure" and len(entry.apart_s) < trials, entry=entry)
+    fused = _next_side(entry, trials)
     side = len(entry.fused_s if fused else entry.apart_s) + 1
-    return Choice(fused, "trial", f"{'fused' if fused else 'unfused'}: timing trial {side} of {max(1, trials)} "
+    return Choice(fused, "trial", f"{'fused' if fused else 'unfused'}: timing trial {side} of {trials} "
                   f"{'fused' if fused else 'apart'}", timed=True, entry=entry)
 
 
