@@ -230,13 +230,24 @@ def _estimate(rt, entry, key: tuple, group: list, args: tuple, scratch: frozense
     if per_kernel:
         apart = per_kernel * sum(not _built(p) for p in _specialisations(group))
         if not apart and key not in rt.fused:  # with a member to compile, fusing never costs more compiling
-            try:
-                fused = 0.0 if backend.built(rendered_group(rt, key, group, args)[0]) else per_kernel
-            except KfuseError:
-                fused = per_kernel
+            if entry.fused_ready is None:
+                entry.fused_ready = _fused_built(rt, key, group, args)
+            fused = 0.0 if entry.fused_ready else per_kernel
     entry.estimate = cost.estimate(len(group), [footprint(c) for c in group], tuple(args[p].bounds for p in scratch),
                                    fused, apart)
     return entry.estimate
+
+
+def _fused_built(rt, key: tuple, group: list, args: tuple) -> bool:
+    """Whether the group's fused kernel is in the backend's cache (asked once per signature); its rendering is
+    not kept unless it is, since the group may never be fused."""
+    try:
+        ready = group[0].prepared.backend.built(rendered_group(rt, key, group, args)[0])
+    except KfuseError:
+        ready = False
+    if not ready:
+        rt.rendered.pop(key, None)
+    return ready
 
 
 def _specialisations(group: list) -> list:

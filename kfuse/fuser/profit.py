@@ -54,6 +54,7 @@ class Entry:
     looked_up: bool = False  # the cache folder was asked for a decision already
     stored_as: str = ""  # the decision's key in the cache folder (compiler/decisions.py)
     estimate: cost.Estimate | None = None  # once the fused kernel is built, its compile costs nothing more
+    fused_ready: bool | None = None  # whether the backend's cache held the fused kernel when first asked
 
 
 class Book:
