@@ -64,12 +64,11 @@ def last_choices(n: int) -> list:
 
 
 @pytest.fixture
-def measure(monkeypatch):
+def measure(monkeypatch, tmp_path):
+    """Measurement with two trials each way, in a cache folder of the test's own (no decision from elsewhere)."""
     monkeypatch.setenv("KFUSE_PROFIT", "measure")
     monkeypatch.setenv("KFUSE_PROFIT_TRIALS", "2")
-    """Measurement with two trials each way, in a cache folder of the test's own (no decision from elsewhere)."""
-    fresh = Path(os.environ["KFUSE_CACHE_DIR"]) / "profit-tests" / os.urandom(6).hex()
-    monkeypatch.setenv("KFUSE_CACHE_DIR", str(fresh))
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path / "cache"))
 
 
 # --- the rules themselves, without kernels ----------------------------------------------------------------------
