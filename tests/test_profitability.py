@@ -436,3 +436,16 @@ def test_processes_deciding_the_same_group_at_once_leave_a_whole_decision(tmp_pa
     with config.overridden(config.CACHE_DIR, tmp_path):
         found = decisions.load(key)
     assert found["trials"] in (1, 2, 3) and found["fused_s"] == 200.0 and found["fused"] is False
+
+
+def test_verify_removes_a_damaged_decision_and_keeps_a_good_one(tmp_path, monkeypatch, capsys):
+    from kfuse.compiler import verify
+
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
+    good, bad = decisions.digest("a", "python", (1, 1)), decisions.digest("b", "python", (1, 1))
+    decisions.save(good, True, 1.0, 2.0, 3)
+    decisions.save(bad, True, 1.0, 2.0, 3)
+    path = next(p for p in tmp_path.rglob("*.json") if p.stem == bad)
+    path.write_text(path.read_text().replace('"trials": 3', '"trials": 0'))
+    assert verify.main() == 0
+    assert [p.stem for p in tmp_path.rglob("*.json")] == [good] and "removed (is damaged" in capsys.readouterr().out
