@@ -88,15 +88,16 @@ def label(members: tuple) -> str:
 
 
 def _groups(runs: list) -> dict:
-    """Fused kernel name (or "apart:" and the members' names, for a group run apart) -> (member call names, the
-    last profitability text of the group), from the flushes of fused runs."""
+    """Fused kernel name (or "apart:" and the members' names, for a group run apart by a profitability decision)
+    -> (member call names, the last profitability text of the group), from the flushes of fused runs (a group
+    that launched no fused kernel of its own, having failed to build, is left out)."""
     found = {}
     for run in runs:
         for rec in run["flushes"]:
             for g in rec.groups:
-                if len(g) > 1:
-                    members = tuple(rec.call_names[i] for i in g)
-                    kernel = rec.kernels.get(g[0]) or "apart:" + "+".join(members)
+                members = tuple(rec.call_names[i] for i in g)
+                kernel = "apart:" + "+".join(members) if rec.apart(g) else rec.kernels.get(g[0])
+                if len(g) > 1 and kernel is not None:
                     found[kernel] = (members, rec.choices.get(g[0], "fused: KFUSE_PROFIT=off"))
     return found
 
