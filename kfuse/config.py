@@ -58,6 +58,17 @@ def _flag(raw: str) -> bool:
     return raw.lower() in ("1", "on", "true", "yes")
 
 
+def _profit_mode(raw: str) -> str:
+    """KFUSE_PROFIT's value, one of ``PROFIT_MODES``."""
+    mode = raw.lower()
+    if mode not in PROFIT_MODES:
+        raise ValueError(f"KFUSE_PROFIT={raw!r}: expected one of {', '.join(PROFIT_MODES)}")
+    return mode
+
+
+PROFIT_MODES = ("off", "model", "measure")
+
+
 def data_home() -> Path:
     """Where per-user data lives (XDG_DATA_HOME, else ~/.local/share): kfuse keeps its Kokkos builds there."""
     return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
@@ -92,6 +103,15 @@ MAX_GROUP = Setting(
     "KFUSE_MAX_GROUP", "32", "Most calls fused into one kernel (0: no bound); a group that reaches it ends on a whole "
     "repeating step, so a time-step loop runs one fused kernel again and again instead of one giant kernel.", False,
     int)
+PROFIT = Setting(
+    "KFUSE_PROFIT", "measure", "Whether a fused group runs fused (kfuse/fuser/profit.py): off fuses every group the "
+    "fuser forms; model declines a group whose kernel would take longer to compile than it saves on the runs seen "
+    "so far (fuser/cost.py); measure applies the model, then times a group that recurs fused and unfused on its "
+    "first occurrences and keeps the faster, per group signature, in memory and in the cache folder.", False,
+    _profit_mode)
+PROFIT_TRIALS = Setting(
+    "KFUSE_PROFIT_TRIALS", "3", "Occurrences of a group timed each way (fused, members apart, alternately) before "
+    "KFUSE_PROFIT=measure decides; the best time of each side is compared.", False, int)
 MAX_LOADED_KERNELS = Setting(
     "KFUSE_MAX_LOADED_KERNELS", "1024", "Kernel libraries kept loaded; loading one more unloads the least recently "
     "launched, which loads again at its next launch (each library costs about 5 of the process's ~65,000 memory "
@@ -116,8 +136,8 @@ BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a com
                        True, _flag)
 
 ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, KOKKOS_AUTO_INSTALL, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE,
-       MAX_GROUP, POOL_BYTES, MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE, BACKEND, NUM_THREADS, QUIET,
-       VERBOSE, BOUNDS_CHECK)
+       MAX_GROUP, PROFIT, PROFIT_TRIALS, POOL_BYTES, MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE,
+       BACKEND, NUM_THREADS, QUIET, VERBOSE, BOUNDS_CHECK)
 
 
 def put(setting: Setting, value) -> None:

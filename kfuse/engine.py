@@ -24,7 +24,7 @@ from collections import deque
 from . import calls as call_stage, config, context, counters, escape, guard, spaces, views
 from . import backends
 from .errors import public_error
-from .fuser import explain as explain_records
+from .fuser import explain as explain_records, profit
 from .future import Future
 from .pipeline import run_partition
 from .tracer.failures import Failures
@@ -50,6 +50,7 @@ class Runtime:
         self.replays: dict = {}  # partition signature -> fuser.replay.Replay
         self.fused: dict = {}  # fused group key -> (kernel, arg_index)
         self.rendered: dict = {}  # fused group key -> (rendered kernel, arg_index), until it is loaded
+        self.profit = profit.Book()  # per group signature: fused or apart, and the timings behind it
         self.records: deque = deque(maxlen=_RECORDS_KEPT)  # explain()'s flush records
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0

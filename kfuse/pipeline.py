@@ -3,6 +3,7 @@
     specialise  calls.bind          workunit + arguments -> KernelCall (KernelSource + KernelSpec), type-checked
     (trace)     engine.Runtime.log  delayed calls wait in the trace; a host access cuts out a partition
     schedule    schedule()          partition -> graph (fuser/graph.py) -> groups, a Reason at every split
+    profit      choose()            per group: fused, or its members apart (fuser/profit.py: cost model, timings)
     lower       lower_call/group    a call, or a group fused (fuser/build.py) and transformed -> Lowered
     render      backend.render      Lowered -> the backend's code (C++ for Kokkos)
     compile     backend.load        -> a loaded Kernel (through the backend's cache; a partition's new kernels
@@ -22,9 +23,10 @@ import time
 from . import config, counters
 from .backends.base import Lowered
 from .calls import writes_of
+from .compiler import decisions
 from .errors import KfuseError
 from .frontend.access import summarize
-from .fuser import build, explain, graph as graphs, persist, planner, replay
+from .fuser import build, cost, explain, graph as graphs, persist, planner, profit, replay
 from .fuser.replay import Replay
 from .runtime.launch import policy_slots
 from .transforms import manager as transforms
@@ -158,9 +160,10 @@ def fused_kernel(rt, key: tuple, group: list, args: tuple) -> tuple:
     return entry
 
 
-def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict) -> None:
+def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict, choices: dict) -> None:
     """Render every kernel this partition will load and has not loaded yet, and let the backend compile them
     together (Kokkos: one compiler per CPU), so a first flush waits for its slowest compile, not for the sum.
+    ``choices``: group number -> its profit.Choice (a group run apart needs its members' kernels instead).
 
     Only a head start: a group whose arguments are still pending Futures is left out, and anything failing
     here is ignored, so the group's own run raises it where it belongs (and names the culprit)."""
@@ -170,17 +173,111 @@ def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict) -
         if any(c.futures for c in group) or any(rt.failures.blocking(c) for c in group):
             continue
         try:
-            if len(group) > 1:
+            if len(group) > 1 and choices.get(number, profit.FUSED).fused:
                 key = fused_key(scheduled.keys[number], group[0].prepared.backend, names,
                                 scratch.get(number, frozenset()))
                 if key not in rt.fused:
                     wanted.append(rendered_group(rt, key, group, tuple(a for c in group for a in c.args))[0])
-            elif group[0].prepared.kernel is None:
-                wanted.append(rendered_call(group[0].prepared))
+                continue
+            wanted += [rendered_call(p) for p in _specialisations(group) if p.kernel is None]
         except KfuseError:
             continue
     if len(wanted) > 1:
         calls[0].prepared.backend.compile_ahead(wanted)
+
+
+# --- profitability (fuser/profit.py) ----------------------------------------------------------
+def choose(rt, scheduled, number: int, key: tuple, group: list, args: tuple, scratch: frozenset) -> profit.Choice:
+    """How this occurrence of group ``number`` (``key``: its ``fused_key``) runs: fused, or its members apart."""
+    mode = config.PROFIT.get()
+    if mode == "off":
+        return profit.FUSED
+    sizes = scheduled.sizes.get(number)
+    if sizes is None:  # kept on the Replay: a replayed partition has the same policies and Views
+        spans = {r for c in group for side in footprint(c) for r in side}
+        sizes = scheduled.sizes[number] = (cost.iterations(group[0].policy).bit_length(),
+                                           sum(hi - lo for lo, hi in spans).bit_length())
+    entry = rt.profit.entry((key, sizes))
+    if mode == "measure" and not entry.looked_up:
+        entry.looked_up = True
+        _recall(entry, key, group, sizes)
+    return profit.choose(entry, mode, config.PROFIT_TRIALS.get(),
+                         lambda runs: cost.judge(_estimate(rt, entry, key, group, args, scratch), runs))
+
+
+def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
+    """Where ``entry``'s decision is kept across processes, and the decision itself if one was kept (none when
+    the cache folder cannot be used: the partition's calls must run whatever the cache does)."""
+    backend, _, aliasing, scalars, names, scratch = key
+    stored_as = decisions.digest(persist.key(group, aliasing, scalars, names, scratch), backend, sizes)
+    try:
+        found = decisions.load(stored_as)
+    except KfuseError:  # CacheError with KFUSE_CACHE_FALLBACK=0: measured here, kept in memory only
+        return
+    entry.stored_as = stored_as
+    if found is not None:
+        entry.decision = profit.decided(found["fused_s"], found["apart_s"], found["trials"], "remembered")
+        counters.bump("profit_remembered")
+
+
+def _estimate(rt, entry, key: tuple, group: list, args: tuple, scratch: frozenset):
+    """The cost model's inputs for ``group`` (kept on ``entry`` once its fused kernel costs no compile)."""
+    if entry.estimate is not None and entry.estimate.compile_seconds <= 0:
+        return entry.estimate
+    backend = group[0].prepared.backend
+    per_kernel = backend.compile_seconds
+    apart = fused = 0.0
+    if per_kernel:
+        apart = per_kernel * sum(not _built(p) for p in _specialisations(group))
+        if not apart and key not in rt.fused:  # with a member to compile, fusing never costs more compiling
+            if entry.fused_ready is None:
+                entry.fused_ready = _fused_built(rt, key, group, args)
+            fused = 0.0 if entry.fused_ready else per_kernel
+    entry.estimate = cost.estimate(len(group), [footprint(c) for c in group], tuple(args[p].bounds for p in scratch),
+                                   fused, apart)
+    return entry.estimate
+
+
+def _fused_built(rt, key: tuple, group: list, args: tuple) -> bool:
+    """Whether the group's fused kernel is in the backend's cache (asked once per signature); its rendering is
+    not kept unless it is, since the group may never be fused."""
+    try:
+        ready = group[0].prepared.backend.built(rendered_group(rt, key, group, args)[0])
+    except KfuseError:
+        ready = False
+    if not ready:
+        rt.rendered.pop(key, None)
+    return ready
+
+
+def _specialisations(group: list) -> list:
+    """The distinct specialisations of a group's calls (one kernel each, however often it is called)."""
+    return list({id(c.prepared): c.prepared for c in group}.values())
+
+
+def _built(prepared) -> bool:
+    if prepared.kernel is not None:
+        return True
+    try:
+        return prepared.backend.built(rendered_call(prepared))
+    except KfuseError:
+        return False
+
+
+def _timed(rt, choice, fused: bool, seconds: float, record) -> None:
+    """Report a timed occurrence; when it completes a measurement, keep the decision for later processes."""
+    counters.bump("profit_trials")
+    trials = config.PROFIT_TRIALS.get()
+    entry = choice.entry
+    decision = profit.timed(entry, fused, seconds, trials)
+    if decision is None:
+        return
+    counters.bump("profit_decided")
+    if entry.stored_as:
+        try:
+            decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s), max(1, trials))
+        except KfuseError as exc:  # the cache folder failed and may not be replaced: the decision stays in memory
+            record.notes.append(f"profitability decision not kept across processes: {_first_line(exc)}")
 
 
 # --- launch -----------------------------------------------------------------------------------
@@ -195,7 +292,8 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
 
     A failing call loses only what depends on it: a fused group that fails before running is retried
     member by member, so the error names the culprit; a call that touches bytes a failed call would have
-    written (or takes its Future) is not run and passes the same failure on (tracer/failures.py).
+    written (or takes its Future) is not run and passes the same failure on (tracer/failures.py). A group
+    the profitability rules keep apart (fuser/profit.py) runs member by member too, by the same path.
     """
     start = time.perf_counter()
     scheduled, how = schedule(rt, calls, fuse)
@@ -205,14 +303,32 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     fusing = len(plan.groups) < len(calls)
     scratch = liveness.unreachable(calls, plan.groups) if fusing else {}
     names = transforms.enabled() if fusing else frozenset()
-    if len(plan.groups) > 1:
-        compile_ahead(rt, scheduled, calls, names, scratch)
+    keys, choices = {}, {}  # group number -> its fused_key, its profit.Choice (for groups without Futures)
+    if fusing and config.PROFIT.get() != "off":  # before compile_ahead, which builds what the choices need
+        for number, indices in enumerate(plan.groups):
+            group = [calls[i] for i in indices]
+            if scheduled.keys[number] is not None and not any(failures.blocking(c) for c in group):
+                args = tuple(a for c in group for a in c.args)
+                key = keys[number] = _key(scheduled, number, group, args, names, scratch)
+                choices[number] = choose(rt, scheduled, number, key, group, args, scratch.get(number, frozenset()))
+    if len(plan.groups) > 1 or any(not c.fused for c in choices.values()):
+        compile_ahead(rt, scheduled, calls, names, scratch, choices)
     for number, indices in enumerate(plan.groups):
         group = [calls[i] for i in indices]
         if len(group) > 1 and not any(failures.blocking(c) for c in group):
-            try:
-                _run_fused(rt, scheduled, number, group, names, record, scratch.get(number, frozenset()))
+            args = tuple([a for c in group for a in c.bound_args()])
+            key = keys.get(number) or _key(scheduled, number, group, args, names, scratch)
+            choice = choices.get(number) or choose(rt, scheduled, number, key, group, args,
+                                                   scratch.get(number, frozenset()))
+            if choice.text:
+                record.choices[indices[0]] = choice.text
+            if not choice.fused:
+                counters.bump("groups_unfused")
+                _run_apart(rt, indices, group, failures, record, choice)
                 continue
+            try:
+                seconds = _run_fused(rt, key, indices, group, args, record, scratch.get(number, frozenset()),
+                                     choice.timed)
             except KfuseError as exc:
                 if is_fault(exc):
                     record.notes.append(f"group {indices[0]}..{indices[-1]} faulted: {_first_line(exc)}")
@@ -220,19 +336,31 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                     continue
                 record.notes.append(f"group {indices[0]}..{indices[-1]} failed fused, ran its calls "
                                     f"one by one: {_first_line(exc)}")
+            else:  # the group ran: nothing below may send it to the one-by-one path (A += B must not run twice)
+                if choice.timed:
+                    _timed(rt, choice, True, seconds, record)
+                continue
         for index, call in zip(indices, group):
             _run_single(index, call, failures, record)
 
 
-def _run_fused(rt, scheduled, number: int, group: list, names: frozenset, record, scratch: frozenset) -> None:
-    indices = scheduled.plan.groups[number]
-    args = tuple([a for c in group for a in c.bound_args()])
-    base = scheduled.keys[number] or group_key(scheduled.graph, indices, group, args)
-    key = fused_key(base, group[0].prepared.backend, names, scratch)
+def _key(scheduled, number: int, group: list, args: tuple, names: frozenset, scratch: dict) -> tuple:
+    """Group ``number``'s ``fused_key`` (``args``: its calls' arguments, Futures' values included)."""
+    base = scheduled.keys[number] or group_key(scheduled.graph, scheduled.plan.groups[number], group, args)
+    return fused_key(base, group[0].prepared.backend, names, scratch.get(number, frozenset()))
+
+
+def _run_fused(rt, key: tuple, indices: list, group: list, args: tuple, record, scratch: frozenset,
+               timed: bool) -> float:
+    """Launch the group's fused kernel; returns the launch's seconds on ``rt.profit.clock`` when ``timed``."""
     kernel, arg_index = fused_kernel(rt, key, group, args)
-    results = iter(kernel.launch(policy_slots(group[0].policy), tuple(args[i] for i in arg_index)))
+    slots, passed = policy_slots(group[0].policy), tuple(args[i] for i in arg_index)
+    clock = rt.profit.clock
+    start = clock() if timed else 0.0
+    results = iter(kernel.launch(slots, passed))
+    seconds = clock() - start if timed else 0.0
     values = [next(results) if c.op == "reduce" else None for c in group]
-    record.fused_names.append(kernel.name)
+    record.kernels[indices[0]] = kernel.name
     if scratch:
         passed = {id(args[i]) for i in arg_index}
         unstored = len({id(args[p]) for p in scratch} - passed)
@@ -242,23 +370,44 @@ def _run_fused(rt, scheduled, number: int, group: list, names: frozenset, record
     for call, value in zip(group, values):
         if call.result is not None:
             call.result.set_result(value)
+    return seconds
 
 
-def _run_single(index: int, call, failures, record) -> None:
+def _run_apart(rt, indices: list, group: list, failures, record, choice) -> None:
+    """Run a group the profitability rules keep apart, member by member; when the run is a timed one, its
+    members' kernels are loaded (perhaps compiled) before the clock starts, and a run with a failure is not
+    counted."""
+    timed = choice.timed
+    if timed:
+        try:
+            for prepared in _specialisations(group):
+                kernel_of(prepared)
+        except KfuseError:
+            timed = False  # the member's own run below records the failure
+    clock = rt.profit.clock
+    start = clock() if timed else 0.0
+    ran = [_run_single(index, call, failures, record) for index, call in zip(indices, group)]
+    if timed and all(ran):
+        _timed(rt, choice, False, clock() - start, record)
+
+
+def _run_single(index: int, call, failures, record) -> bool:
+    """Run one call of a partition; False when it failed or could not run."""
     blocked = failures.blocking(call)
     if blocked is not None:
         record.notes.append(f"call {index} ({call.prepared.name}) not run: it needs what {blocked.where()} "
                             "would have produced")
         failures.poison(call, blocked)
-        return
+        return False
     try:
         value = execute(call)
     except KfuseError as exc:
         record.notes.append(f"call {index} ({call.prepared.name}) failed: {_first_line(exc)}")
         failures.fail(call, exc)
-        return
+        return False
     if call.result is not None:
         call.result.set_result(value)
+    return True
 
 
 def _after_fault(group: list, exc, failures) -> None:

@@ -21,11 +21,14 @@ def pytest_configure(config):
 def kfuse_runtime(request, monkeypatch):
     """The runtime the test runs on: fresh (eager, nothing pending, empty caches, records and counters, the
     default transforms and space, whatever the environment says), installed as the process's so threads the
-    test starts use it too. Tests turn fusion on themselves; what they leave pending goes with their runtime."""
+    test starts use it too. Tests turn fusion on themselves; what they leave pending goes with their runtime.
+    Every group the fuser forms runs fused (KFUSE_PROFIT=off): tests of fusion ask for what the fuser does,
+    and tests/test_profitability.py sets the profitability modes it tests."""
     from kfuse import backends, context, engine
 
-    for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS"):
+    for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS", "KFUSE_PROFIT_TRIALS"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KFUSE_PROFIT", "off")
     from kfuse import spaces
 
     marker = request.node.get_closest_marker("backend")

@@ -67,6 +67,8 @@ class Backend:
     transforms = frozenset({"args", "loops", "restrict", "memory"})
     #: whether rendered fused kernels are kept across processes (``compiler/fused.py``).
     persistent = False
+    #: seconds a kernel takes to build before its first launch (the cost model, fuser/cost.py: 0 = free).
+    compile_seconds = 0.0
 
     def enter_thread(self) -> None:
         """Prepare the calling thread to launch kernels (called with ``guard.lock`` held, before launches)."""
@@ -91,6 +93,10 @@ class Backend:
 
     def compile_ahead(self, rendered: list) -> None:
         """A hint: these kernels will be loaded soon; a compiling backend may start building them together."""
+
+    def built(self, rendered) -> bool:
+        """Whether ``rendered`` loads without compiling (it is in the backend's cache)."""
+        return True
 
     def load(self, rendered) -> Kernel:
         """Compile (through the backend's cache) and load a rendered kernel."""

@@ -3,6 +3,11 @@
 Modes: eager (no tracing), trace (traced, every call launched alone: the tracing overhead), uo (fused,
 no transforms), o (fused, all transforms), plus the transform ablation for subjects that ask for it.
 Every run records each launch's C++-measured time (``launch.profile``) and every flush the fuser made.
+
+Fused modes run under the profitability setting in force (KFUSE_PROFIT, fuser/profit.py): the warm-up first
+builds every fused kernel (KFUSE_PROFIT=off), as it compiles or loads every kernel, then repeats the run until
+no group is being timed any more, so the timed runs follow settled decisions. Each group row says what
+decided it; a group kept apart is reported as such, with its members' launches as its kernel time.
 """
 from __future__ import annotations
 
@@ -83,14 +88,29 @@ def label(members: tuple) -> str:
 
 
 def _groups(runs: list) -> dict:
-    """Fused kernel name -> member call names, from the flushes of fused runs."""
+    """Fused kernel name (or "apart:" and the members' names, for a group run apart by a profitability decision)
+    -> (member call names, the last profitability text of the group), from the flushes of fused runs (a group
+    that launched no fused kernel of its own, having failed to build, is left out)."""
     found = {}
     for run in runs:
         for rec in run["flushes"]:
-            multi = [g for g in rec.groups if len(g) > 1]
-            for g, fused in zip(multi, rec.fused_names):
-                found.setdefault(fused, tuple(rec.call_names[i] for i in g))
+            for g in rec.groups:
+                members = tuple(rec.call_names[i] for i in g)
+                kernel = "apart:" + "+".join(members) if rec.apart(g) else rec.kernels.get(g[0])
+                if len(g) > 1 and kernel is not None:
+                    found[kernel] = (members, rec.choices.get(g[0], "fused: KFUSE_PROFIT=off"))
     return found
+
+
+def settle(go, transforms: str | None, limit: int = 12) -> None:
+    """Warm-up of a fused mode: build every fused kernel, then run until no group is timed for profitability."""
+    with config.overridden(config.PROFIT, "off"):
+        run_once(go, "o", transforms)
+    for _ in range(limit):
+        before = pk.stats()["profit_trials"]
+        run_once(go, "o", transforms)
+        if pk.stats()["profit_trials"] == before:
+            return
 
 
 def _per_launch(runs: list, fused: bool) -> dict:
@@ -120,9 +140,12 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     if subject.ablation:
         modes += [(f"abl:{name}", t) for name, t in subjects.ABLATION if t not in ("none", "all")]
     runs = {m: [] for m, _ in modes}
-    for m, t in modes:  # warm-up: compiles or loads every kernel
+    for m, t in modes:  # warm-up: compiles or loads every kernel, and settles the profitability decisions
         log(f"{subject.name}: warm-up {m}")
-        run_once(go, _base(m), t)
+        if _base(m) in ("uo", "o"):
+            settle(go, t)
+        else:
+            run_once(go, _base(m), t)
     for r in range(repeat):
         log(f"{subject.name}: repeat {r + 1}/{repeat}")
         for m, t in modes:
@@ -153,10 +176,12 @@ def _group_rows(runs: dict, modes: list, repeat: int) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
     rows = []
-    for fused, members in _groups(runs["o"]).items():
+    for fused, (members, decision) in _groups(runs["o"]).items():
         missing = [n for n in members if n not in eager]
         unfused = None if missing else sum(eager[n] for n in members)
-        row = {"name": label(members), "kernel": fused, "kernels": len(members),
+        apart = fused.startswith("apart:")
+        row = {"name": label(members), "kernel": None if apart else fused, "kernels": len(members),
+               "run": "apart" if apart else "fused", "decision": decision,
                "launches_per_run": len(fused_times["o"].get(fused, [])) / max(1, repeat),
                "unfused_ms": unfused * 1e3 if unfused is not None else None}
         for m, key in (("uo", "fused_uo"), ("o", "fused_o")):
@@ -169,6 +194,8 @@ def _group_rows(runs: dict, modes: list, repeat: int) -> list:
                 name = {"uo": "none", "o": "all"}.get(m, m[4:])
                 ms = _ms(spread(fused_times[m].get(fused, [])))["median"]
                 ablation[name] = {"ms": ms, "speedup": unfused * 1e3 / ms if unfused and ms else None}
+        # what the program got: the fused kernel, or its members' own time when the group ran apart
+        row["speedup_chosen"] = 1.0 if apart else row["speedup_o"]
         if len(ablation) > 2:
             row["ablation"] = {name: ablation[name] for name, _ in subjects.ABLATION if name in ablation}
         rows.append(row)

@@ -58,15 +58,21 @@ def markdown(data: dict) -> str:
            f"Size `{data['size']}`, {data['repeat']} timed repeats after a warm-up; medians with [min-max].", ""]
     subs = data["subjects"]
     out += ["## Fused groups: kernel time per launch (C++-timed, ms)", "",
-            "| subject | group | # kernels | launches/run | unfused | fused UO | fused O | speedup UO | speedup O |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "Groups the fuser formed; *run* says whether the O runs launched the fused kernel or, by a "
+            "profitability decision (KFUSE_PROFIT), the members apart (then no fused time, and the members' time "
+            "is what the program got: speedup 1.00x).", "",
+            "| subject | group | # kernels | launches/run | unfused | fused UO | fused O | speedup UO | speedup O "
+            "| run | decided by |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in subs.items():
         if not r["groups"]:
-            out.append(f"| {name} | (no fused group) | | | | | | | |")
+            out.append(f"| {name} | (no fused group) | | | | | | | | | |")
         for g in r["groups"]:
             out.append(f"| {name} | {g['name']} | {g['kernels']} | {g['launches_per_run']:g} | {_f(g['unfused_ms'])} "
                        f"| {_f(g['fused_uo_ms'])} | {_f(g['fused_o_ms'])} | {_x(g['speedup_uo'])} "
-                       f"| {_x(g['speedup_o'])} |")
+                       f"| {_x(g['speedup_o'])} | {g.get('run', 'fused')} | {g.get('decision', '-')} |")
+    apart = [f"{n}: {g['name']}" for n, r in subs.items() for g in r["groups"] if g.get("run") == "apart"]
+    if apart:
+        out += ["", f"Run apart by a profitability decision ({len(apart)}): " + "; ".join(apart) + "."]
     out += ["", "## Ours next to the paper (PyFuser Table 5, CPU speedups UO/O)", "",
             "| subject | ours: group (# kernels) UO/O | paper: kernel (# kernels) Xeon UO/O, EPYC UO/O |",
             "|---|---|---|"]

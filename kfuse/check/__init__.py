@@ -5,9 +5,10 @@ through every access path (Views, NumPy arrays passed straight to kernels, kept 
 aliases, ``pk.array`` bases), reduction results fed back or printed, reallocations and failing calls,
 or several programs run at once in threads. :func:`check` runs it eagerly, then traced, fused and
 fused with a small ``KFUSE_MAX_TRACE``, then fused with each program run twice in a row (repeated
-partitions are replayed), and lists every departure from eager's observations that the
-runtime's contract does not allow (:mod:`~kfuse.check.oracle`). ``python -m kfuse.check --programs N``
-runs N random cases in worker processes and reports mismatches, crashes and hangs.
+partitions are replayed, and groups are timed fused and apart, fuser/profit.py), and lists every
+departure from eager's observations that the runtime's contract does not allow (:mod:`~kfuse.check.oracle`).
+``python -m kfuse.check --programs N`` runs N random cases in worker processes and reports mismatches,
+crashes and hangs.
 """
 from __future__ import annotations
 

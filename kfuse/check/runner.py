@@ -32,20 +32,28 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True)
 class Mode:
+    """``profit``, ``trials``: KFUSE_PROFIT and KFUSE_PROFIT_TRIALS for the run (None: as the environment says)."""
+
     name: str
     trace: bool = False
     fuse: bool = False
     max_trace: int | None = None
+    profit: str | None = None
+    trials: int | None = None
 
 
 EAGER = Mode("eager")
 TRACED = Mode("traced", trace=True)
-FUSED = Mode("fused", trace=True, fuse=True)
-TWICE = Mode("fused, each program twice in a row", trace=True, fuse=True)  # for a case whose steps repeat
+FUSED = Mode("fused", trace=True, fuse=True, profit="off")  # every group the fuser forms runs fused
+# A case whose steps repeat: occurrence 1 of a group runs fused, occurrence 2 apart, then the faster way (the
+# worker's runtime keeps decisions from case to case, so later cases also run decided groups).
+TWICE = Mode("fused, each program twice in a row, KFUSE_PROFIT=measure", trace=True, fuse=True, profit="measure",
+             trials=1)
 
 
 def modes_for(case: Case) -> list:
-    """The modes a case is compared in against eager."""
+    """The modes a case is compared in against eager (a small KFUSE_MAX_TRACE with the environment's
+    KFUSE_PROFIT: measure unless set)."""
     modes = [TRACED, FUSED]
     if case.max_trace is not None:
         modes.append(Mode(f"fused, KFUSE_MAX_TRACE={case.max_trace}", True, True, case.max_trace))
@@ -201,7 +209,8 @@ def run(case: Case, mode: Mode = EAGER) -> Run:
         validate(steps)
     if pk.fusion_enabled():
         raise RuntimeError("kfuse.check runs need tracing off at the start (is KFUSE_FUSION=1 set?)")
-    with failing_compiles(), config.overridden(config.MAX_TRACE, mode.max_trace):
+    with failing_compiles(), config.overridden(config.MAX_TRACE, mode.max_trace), \
+            config.overridden(config.PROFIT, mode.profit), config.overridden(config.PROFIT_TRIALS, mode.trials):
         states = [_State() for _ in case.threads]
         if mode.trace:
             pk.enable_fusion(trace_only=not mode.fuse)

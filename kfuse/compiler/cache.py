@@ -85,6 +85,12 @@ def build(name: str, source: str, batch: progress.Batch | None = None) -> Artifa
     return using_cache(lambda root: _kernel(root, tc, name, source, key, label))
 
 
+def built(source: str) -> bool:
+    """Whether the kernel of ``source`` is in the cache already (loading it costs milliseconds, not a compile)."""
+    key = kernel_key(source, tc_mod.current())
+    return _checked(cache_root() / "kernels" / key[:2] / key, "kernel", key) is None
+
+
 def _kernel(root: Path, tc: tc_mod.Toolchain, name: str, source: str, key: str, label: str) -> Artifact:
     final = root / "kernels" / key[:2] / key
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from ..codegen.kernel import GeneratedKernel
 from ..frontend.spec import KernelSpec
 from .root import cache_root, using_cache
-from .trust import MISSING, make_private_dir, problem as trust_problem, warn
+from .trust import MISSING, problem as trust_problem, warn, write_private
 
 FORMAT = 1
 
@@ -85,16 +83,4 @@ def load(digest: str):
 
 def store(digest: str, entry) -> None:
     text = _encode(digest, entry)
-    using_cache(lambda root: _write(_path(root, digest), text))
-
-
-def _write(path: Path, text: str) -> None:
-    make_private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")  # 0600
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    using_cache(lambda root: write_private(_path(root, digest), text))

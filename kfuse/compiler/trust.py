@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -68,3 +69,17 @@ def make_private_files(folder: Path) -> None:
     """Files of a finished build become 0600: only this user may read or replace them."""
     for path in folder.iterdir():
         os.chmod(path, 0o600)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` (0600, its folders 0700) in one atomic rename: a reader, or another process writing the
+    same file, sees the old content or the new, never a torn file."""
+    make_private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")  # 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

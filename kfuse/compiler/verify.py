@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import KfuseError
-from . import cache, entries, fused, locks, toolchain
+from . import cache, decisions, entries, fused, locks, toolchain
 from .root import configured, unusable
 from .trust import CacheWarning, problem
 
@@ -56,7 +56,8 @@ def main() -> int:
                 report.repaired += 1
             _kernels(root, report)
             _pchs(root, report)
-            _fused(root, report)
+            _json_entries(root / "fused", fused.problem, report)
+            _json_entries(root / "decisions", decisions.problem, report)
             _locks(root)
             _make_private(root, report)  # what rebuilding added is private already; this is for the rest
         except OSError as exc:
@@ -144,11 +145,12 @@ def _pchs(root: Path, report: Report) -> None:
         report.repaired += 1
 
 
-def _fused(root: Path, report: Report) -> None:
-    for shard in _slots(root / "fused", report, lambda p: p.is_dir() and re.fullmatch(r"[0-9a-f]{2}", p.name)):
+def _json_entries(folder: Path, check, report: Report) -> None:
+    """Fused groups' code and profitability decisions: one JSON file per key; ``check(path)`` says what is wrong."""
+    for shard in _slots(folder, report, lambda p: p.is_dir() and re.fullmatch(r"[0-9a-f]{2}", p.name)):
         for path in _slots(shard, report, lambda p: p.suffix == ".json" and _KEY.match(p.stem)):
             report.checked += 1
-            reason = fused.problem(path)
+            reason = check(path)
             if reason is not None:
                 entries.remove(path)
                 report.say(path, f"removed ({reason})")

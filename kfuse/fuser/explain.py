@@ -14,13 +14,25 @@ class FlushRecord:
     analysis_seconds: float
     how: str  # "replayed" (fuser/replay.py), "cached" (plan found by graph) or "" (planned)
     fused: bool
-    fused_names: list = field(default_factory=list)
+    kernels: dict = field(default_factory=dict)  # first call of a group -> the fused kernel it ran as
     notes: list = field(default_factory=list)  # failures and fall-backs met while running the groups
     unstored: dict = field(default_factory=dict)  # first call of a group -> its arrays never stored (scratch)
+    choices: dict = field(default_factory=dict)  # first call of a group -> what decided fused or apart (profit.py)
+
+    @property
+    def fused_names(self) -> list:
+        """The fused kernels launched, in order."""
+        return list(self.kernels.values())
+
+    def apart(self, members: list) -> bool:
+        """Whether a group ran as its members apart by a profitability decision (fuser/profit.py)."""
+        return len(members) > 1 and self.choices.get(members[0], "").startswith("unfused")
+
+    def launches(self) -> int:
+        return sum(len(g) if self.apart(g) else 1 for g in self.groups)
 
     def text(self) -> str:
-        n_kernels = len(self.groups)
-        head = (f"flush #{self.number}: {len(self.call_names)} call(s) -> {n_kernels} kernel launch(es)"
+        head = (f"flush #{self.number}: {len(self.call_names)} call(s) -> {self.launches()} kernel launch(es)"
                 f"{'' if self.fused else ' (fusion off: traced only)'}; analysis "
                 f"{self.analysis_seconds * 1e3:.3f} ms{_HOW[self.how]}")
         lines = [head]
@@ -30,10 +42,13 @@ class FlushRecord:
                 lines.append(f"  | split before call {members[0]} ({self.call_names[members[0]]}): "
                              f"{reasons[members[0]]}")
             names = " + ".join(self.call_names[i] for i in members)
-            kind = f"fused {len(members)} calls" if len(members) > 1 else "single call"
+            choice = self.choices.get(members[0], "")
+            kind = ("single call" if len(members) == 1 else f"{len(members)} calls run apart" if self.apart(members)
+                    else f"fused {len(members)} calls")
             unstored = self.unstored.get(members[0])
             scratch = f"; {unstored} array(s) nothing reads afterwards never stored" if unstored else ""
-            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}{scratch}]")
+            because = f"; {choice}" if choice else ""
+            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}{scratch}{because}]")
         lines += [f"  ! {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -73,17 +88,21 @@ def report(rt, last: int | None = None) -> str:
 def summary(records: list) -> str:
     """What a whole run's flushes did: each group formed (by its calls' names) and each split reason, counted;
     ``python -m kfuse run --explain`` prints it at the end of a program."""
-    groups, splits = Counter(), Counter()
+    groups, apart, splits = Counter(), Counter(), Counter()
     calls = launches = 0
     for rec in records:
         calls += len(rec.call_names)
-        launches += len(rec.groups)
-        groups.update(" + ".join(rec.call_names[i] for i in members) for members in rec.groups)
+        launches += rec.launches()
+        for members in rec.groups:
+            (apart if rec.apart(members) else groups)[" + ".join(rec.call_names[i] for i in members)] += 1
         splits.update(reason.kind.value for _, reason in rec.boundaries)
     lines = [f"kfuse: {len(records)} flushes, {calls} calls -> {launches} kernel launches"]
     fused = [(n, g) for g, n in groups.most_common() if " + " in g]
     lines.append("  fused groups (times formed):" if fused else "  no fused groups")
     lines += [f"    {n:6d}x  {g}" for n, g in fused]
+    if apart:
+        lines.append("  groups run apart, not worth fusing (times):")
+        lines += [f"    {n:6d}x  {g}" for g, n in apart.most_common()]
     alone = [(n, g) for g, n in groups.most_common() if " + " not in g]
     if alone:
         lines.append("  calls run alone: " + ", ".join(f"{g} ({n}x)" for n, g in alone))

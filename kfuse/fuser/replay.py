@@ -19,7 +19,7 @@ A fused key adds which scalar arguments are equal: the signature numbers the par
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import copysign
 
 from .graph import Graph, policy_key, static
@@ -33,6 +33,7 @@ class Replay:
     graph: Graph
     plan: object  # planner.Plan
     keys: tuple
+    sizes: dict = field(default_factory=dict, compare=False, repr=False)  # group -> its size class (profit.py)
 
 
 def _layout(prepared) -> tuple:

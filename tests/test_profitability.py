@@ -1,0 +1,451 @@
+"""Profitability (kfuse/fuser/profit.py, fuser/cost.py, compiler/decisions.py): whether a group the fuser proved
+safe runs fused or as its members apart.
+
+Timings are injected: the runtime's ``profit.clock`` is replaced by a clock that advances by a chosen cost per
+launch (fused or not), read from the launch counters, so the tests decide which side is faster and assert the
+decision, the launches, explain() and pk.stats(), never a real time. The results must equal eager execution
+whichever way the decision goes, also for kernels like ``A += B`` that must not run twice.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kfuse as pk
+from kfuse import config, context
+from kfuse.compiler import decisions
+from kfuse.fuser import cost, profit
+from fusion_check import assert_same, run_eager_and_fused, view_of
+
+N = 64
+
+
+@pk.workunit
+def pf_add(i: int, a: pk.View1D[pk.double], b: pk.View1D[pk.double]):
+    a[i] += b[i]
+
+
+@pk.workunit
+def pf_scale(i: int, s: float, a: pk.View1D[pk.double], c: pk.View1D[pk.double]):
+    c[i] = s * a[i] + c[i]
+
+
+def costed_clock(fused: float, single: float):
+    """A clock that advances by ``fused`` per fused launch and ``single`` per other launch, and by nothing else."""
+    counts = context.current().counts
+    return lambda: fused * counts["fused_kernels_launched"] + single * (counts["kernels_launched"]
+                                                                        - counts["fused_kernels_launched"])
+
+
+def steps(n: int, a, b, c) -> list:
+    """``n`` time steps of ``a += b; c = 2 a + c``, each read on the host (one flush each); the values read."""
+    seen = []
+    for _ in range(n):
+        pk.parallel_for(N, pf_add, a=a, b=b)
+        pk.parallel_for(N, pf_scale, s=2.0, a=a, c=c)
+        seen.append(float(c[3]))
+    return seen
+
+
+def fresh_views():
+    return view_of(np.arange(N, dtype=float)), view_of(np.linspace(0, 1, N)), view_of(np.ones(N))
+
+
+def last_choices(n: int) -> list:
+    """The profitability text of the one fused group of each of the last ``n`` flushes."""
+    return [next(iter(r.choices.values()), "") for r in list(context.current().records)[-n:]]
+
+
+@pytest.fixture
+def measure(monkeypatch, tmp_path):
+    """Measurement with two trials each way, in a cache folder of the test's own (no decision from elsewhere)."""
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")
+    monkeypatch.setenv("KFUSE_PROFIT_TRIALS", "2")
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# --- the rules themselves, without kernels ----------------------------------------------------------------------
+def test_trials_alternate_fused_first_then_the_faster_side_is_kept():
+    entry = profit.Entry()
+    always = lambda runs: (True, "fused: model")  # noqa: E731
+    sides = []
+    for seconds in (3.0, 1.0, 2.5, 1.5):
+        choice = profit.choose(entry, "measure", 2, always)
+        assert choice.rule == "trial" and choice.timed
+        sides.append(choice.fused)
+        decision = profit.timed(entry, choice.fused, seconds, 2)
+    assert sides == [True, False, True, False]
+    assert decision is not None and not decision.fused and decision.rule == "measured"
+    assert decision.text == "unfused: measured 2.50x slower fused (best of 2 trial(s) each way)"
+    later = profit.choose(entry, "measure", 2, always)
+    assert later is decision and not later.timed and entry.seen == 5
+
+
+def test_a_tie_fuses_and_model_mode_never_times():
+    assert profit.decided(1.0, 1.0, 3, "measured").fused
+    assert profit.decided(1.0, 2.0, 3, "remembered").text == (
+        "fused: measured 2.00x faster fused (best of 3 trial(s) each way; remembered from an earlier process)")
+    entry = profit.Entry()
+    choice = profit.choose(entry, "model", 3, lambda runs: (False, "unfused: model"))
+    assert not choice.fused and not choice.timed and choice.rule == "model"
+
+
+def test_runs_the_model_keeps_apart_are_timings_of_that_side():
+    entry = profit.Entry()
+    judge = lambda runs: (runs >= 3, "model says")  # noqa: E731
+    sides = []
+    for _ in range(6):
+        choice = profit.choose(entry, "measure", 2, judge)
+        sides.append((choice.fused, choice.rule))
+        profit.timed(entry, choice.fused, 1.0 if choice.fused else 2.0, 2)
+    assert sides == [(False, "model"), (False, "model"), (True, "trial"), (True, "trial"),
+                     (True, "measured"), (True, "measured")]
+    never = profit.Entry()  # kept apart for good: timed only until its side has its timings
+    timed = []
+    for _ in range(5):
+        choice = profit.choose(never, "measure", 2, lambda runs: (False, "no"))
+        timed.append(choice.timed)
+        if choice.timed:
+            profit.timed(never, False, 1.0, 2)
+    assert timed == [True, True, False, False, False] and len(never.apart_s) == 2
+
+
+def test_the_cost_model_rents_until_the_runs_repay_the_compile():
+    # two members, both built; the fused kernel would cost 1 s to compile and saves 0.4 s a run
+    est = cost.Estimate(launches_saved=0, bytes_saved=int(0.4 * cost.BYTES_PER_SECOND), compile_seconds=1.0)
+    assert [cost.judge(est, runs)[0] for runs in (1, 2, 3)] == [False, False, True]
+    assert cost.judge(est, 1)[1] == "unfused: a 1 s compile not repaid by 1 run(s) (saves ~0.4 s a run; cost model)"
+    assert cost.judge(cost.Estimate(1, 0, 0.0), 1) == (True, "fused: costs no compile beyond its members'")
+
+
+def test_traffic_fused_loads_what_no_member_wrote_before_and_stores_what_is_read_afterwards():
+    a, b, t = (0, 800), (800, 1600), (1600, 2400)
+    footprints = [((a,), (t,)), ((t, b), (b,))]  # t = f(a); b = g(t, b)
+    assert cost.traffic(footprints) == (5 * 800, 4 * 800)  # fused, t is not loaded again
+    assert cost.traffic(footprints, unstored=(t,)) == (5 * 800, 3 * 800)  # nor stored
+
+
+def test_an_unknown_mode_is_an_error_naming_the_choices(monkeypatch):
+    monkeypatch.setenv("KFUSE_PROFIT", "sometimes")
+    with pytest.raises(ValueError, match="off, model, measure"):
+        config.PROFIT.get()
+
+
+# --- in the pipeline, with injected timings ---------------------------------------------------------------------
+@pytest.mark.backend("null")
+@pytest.mark.parametrize("fused_cost, decided_fused", [(10.0, False), (1.0, True)])
+def test_measurement_decides_and_later_occurrences_follow_without_timing(measure, fresh_stats, fused_cost,
+                                                                         decided_fused):
+    pk.enable_fusion()
+    context.current().profit.clock = costed_clock(fused_cost, 1.0)
+    launches = context.current().backend.launches
+    steps(7, *fresh_views())
+    per_step = [tuple(l.fused for l in launches[k:k + 2]) for k in range(0, len(launches), 2)]
+    fused_step, apart_step = (True,), (False, False)
+    trials = [fused_step, apart_step, fused_step, apart_step]
+    assert [l.fused for l in launches] == [s for step in trials for s in step] + \
+        [s for step in [fused_step if decided_fused else apart_step] * 3 for s in step], per_step
+    stats = pk.stats()
+    assert stats["profit_trials"] == 4 and stats["profit_decided"] == 1
+    assert stats["groups_unfused"] == (2 if decided_fused else 5)
+    ratio = f"{fused_cost / 2.0:.2f}x slower fused" if not decided_fused else f"{2.0 / fused_cost:.2f}x faster fused"
+    word = "fused" if decided_fused else "unfused"
+    assert last_choices(7) == ["fused: timing trial 1 of 2 fused", "unfused: timing trial 1 of 2 apart",
+                               "fused: timing trial 2 of 2 fused", "unfused: timing trial 2 of 2 apart"] + \
+        [f"{word}: measured {ratio} (best of 2 trial(s) each way)"] * 3
+    text = pk.explain(1)
+    assert (f"pf_add + pf_scale  [{'fused 2 calls' if decided_fused else '2 calls run apart'}; calls 0..1; "
+            f"{word}: measured {ratio}") in text, text
+
+
+@pytest.mark.backend("null")
+def test_off_fuses_every_time_and_times_nothing(monkeypatch, fresh_stats):
+    monkeypatch.setenv("KFUSE_PROFIT", "off")
+    pk.enable_fusion()
+    steps(5, *fresh_views())
+    assert [l.fused for l in context.current().backend.launches] == [True] * 5
+    assert pk.stats()["profit_trials"] == 0 and "measured" not in pk.explain()
+
+
+@pytest.mark.backend("null")
+def test_the_model_keeps_a_group_of_built_kernels_apart_until_its_compile_would_be_repaid(monkeypatch, fresh_stats):
+    monkeypatch.setenv("KFUSE_PROFIT", "model")
+    backend = context.current().backend
+    monkeypatch.setattr(type(backend), "compile_seconds", 2.5, raising=False)
+    monkeypatch.setattr(type(backend), "built", lambda self, rendered: False)
+    monkeypatch.setattr(cost, "LAUNCH_SECONDS", 1.0)  # the group saves one launch: 1 s a run
+    monkeypatch.setattr(cost, "BYTES_PER_SECOND", float("inf"))
+    views = fresh_views()
+    steps(1, *views)  # eager: both members are built now
+    pk.enable_fusion()
+    steps(4, *views)
+    assert [l.fused for l in backend.launches[2:]] == [False, False, False, False, True, True]
+    assert last_choices(4) == ["unfused: a 2.5 s compile not repaid by 1 run(s) (saves ~1 s a run; cost model)",
+                               "unfused: a 2.5 s compile not repaid by 2 run(s) (saves ~1 s a run; cost model)",
+                               "fused: a 2.5 s compile repaid by 3 run(s) (saves ~1 s a run)",
+                               "fused: costs no compile beyond its members'"]
+    assert pk.stats()["groups_unfused"] == 2 and pk.stats()["profit_trials"] == 0
+
+
+@pytest.mark.backend("null")
+def test_new_members_make_fusing_the_cheaper_compile(monkeypatch):
+    monkeypatch.setenv("KFUSE_PROFIT", "model")
+    monkeypatch.setattr(type(context.current().backend), "compile_seconds", 100.0, raising=False)
+    pk.enable_fusion()
+    steps(1, *fresh_views())  # nothing built yet: one fused compile instead of two
+    assert last_choices(1) == ["fused: costs no compile beyond its members'"]
+    assert [l.fused for l in context.current().backend.launches] == [True]
+
+
+# --- results equal eager whichever way it goes ------------------------------------------------------------------
+@pytest.mark.backend("python")
+@pytest.mark.parametrize("fused_cost", [10.0, 1.0])
+def test_values_equal_eager_through_trials_and_either_decision(measure, fused_cost):
+    def program():
+        context.current().profit.clock = costed_clock(fused_cost, 1.0)
+        a, b, c = fresh_views()
+        seen = steps(6, a, b, c)
+        return seen, np.asarray(a).copy(), np.asarray(c).copy()
+
+    expected, got, stats, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    a = np.arange(N, dtype=float) + 6 * np.linspace(0, 1, N)  # a += b ran exactly once per step
+    np.testing.assert_allclose(got[1], a)
+    assert stats["profit_decided"] == 1 and "measured" in text
+
+
+@pytest.mark.backend("python")
+def test_a_reduction_in_a_group_run_apart_delivers_its_value(measure):
+    @pk.workunit
+    def pf_total(i: int, acc: pk.Acc[pk.double], a: pk.View1D[pk.double]):
+        acc += a[i]
+
+    def program():
+        context.current().profit.clock = costed_clock(10.0, 1.0)
+        a, b, _ = fresh_views()
+        totals = []
+        for _ in range(6):
+            pk.parallel_for(N, pf_add, a=a, b=b)
+            totals.append(float(pk.parallel_reduce(N, pf_total, a=a)))
+        return totals
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["groups_unfused"] >= 3
+
+
+@pytest.mark.backend("python")
+def test_a_cache_folder_that_fails_keeps_the_decision_in_memory_and_runs_nothing_twice(measure, monkeypatch):
+    from kfuse.compiler.trust import CacheError
+
+    def refuse(*args):
+        raise CacheError("the cache folder failed")
+
+    monkeypatch.setattr(decisions, "save", refuse)
+
+    def program():
+        context.current().profit.clock = costed_clock(1.0, 1.0)
+        a, b, c = fresh_views()
+        return steps(5, a, b, c), np.asarray(a).copy()
+
+    expected, got, stats, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["profit_decided"] == 1 and "decision not kept across processes: the cache folder failed" in text
+
+
+# --- across processes -------------------------------------------------------------------------------------------
+_SCRIPT = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import kfuse as pk
+    from kfuse import context
+
+    @pk.workunit
+    def px_add(i: int, a: pk.View1D[pk.double], b: pk.View1D[pk.double]):
+        a[i] += b[i]
+
+    @pk.workunit
+    def px_scale(i: int, a: pk.View1D[pk.double], c: pk.View1D[pk.double]):
+        c[i] = 2.0 * a[i] + c[i]
+
+    counts = context.current().counts
+    if sys.argv[1] == "slow-fused":
+        context.current().profit.clock = lambda: 9 * counts["fused_kernels_launched"] + counts["kernels_launched"]
+    pk.enable_fusion()
+    a, b, c = pk.View([256]), pk.View([256]), pk.View([256])
+    b.fill(1.0)
+    for _ in range(int(sys.argv[2])):
+        pk.parallel_for(256, px_add, a=a, b=b)
+        pk.parallel_for(256, px_scale, a=a, c=c)
+        float(c[0])
+    print(json.dumps({"stats": pk.stats(), "explain": pk.explain(1), "a0": float(a[0])}))
+''')
+
+
+def _run(tmp_path: Path, *args) -> dict:
+    env = config.child_environment(BACKEND="python", PROFIT="measure", PROFIT_TRIALS=1, CACHE_DIR=tmp_path / "cache")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    proc = subprocess.run([sys.executable, str(tmp_path / "prog.py"), *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_measured_decision_is_kept_for_the_next_process(tmp_path):
+    (tmp_path / "prog.py").write_text(_SCRIPT)
+    first = _run(tmp_path, "slow-fused", 3)
+    assert first["stats"]["profit_decided"] == 1 and first["stats"]["profit_remembered"] == 0
+    assert "unfused: measured 5.00x slower fused (best of 1 trial(s) each way)" in first["explain"]
+    files = list((tmp_path / "cache" / "decisions").rglob("*.json"))
+    assert len(files) == 1 and oct(files[0].stat().st_mode & 0o777) == "0o600"
+
+    second = _run(tmp_path, "real-clock", 2)  # its own clock would time afresh; the kept decision is used
+    assert second["stats"]["profit_remembered"] == 1 and second["stats"]["profit_trials"] == 0
+    assert second["stats"]["groups_unfused"] == 2 and second["stats"]["fused_kernels_launched"] == 0
+    assert "2 calls run apart" in second["explain"] and "remembered from an earlier process" in second["explain"]
+    assert second["a0"] == 2.0
+
+    files[0].write_text(files[0].read_text().replace("true", "1").replace("false", "0"))  # damaged: measured again
+    third = _run(tmp_path, "slow-fused", 2)
+    assert third["stats"]["profit_remembered"] == 0 and third["stats"]["profit_decided"] == 1
+
+
+def test_decision_files_are_checked_before_use(tmp_path, monkeypatch):
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
+    key = decisions.digest("group", "python", (7, 12))
+    decisions.save(key, False, 2.0, 1.0, 3)
+    assert decisions.load(key) == {"fused": False, "fused_s": 2.0, "apart_s": 1.0, "trials": 3}
+    path = next(tmp_path.rglob("*.json"))
+    assert decisions.problem(path) is None
+    os.chmod(path, 0o666)
+    with pytest.warns(UserWarning, match="writable by other users"):
+        assert decisions.load(key) is None
+    os.chmod(path, 0o600)
+    path.write_text(json.dumps({"format": 1, "key": key, "entry": {"fused": "yes"}}))
+    assert "damaged" in decisions.problem(path)
+
+
+# --- compiled kernels, real clock (no assertion on which side wins) ---------------------------------------------
+def test_compiled_kernels_measured_with_the_real_clock_equal_eager(measure, monkeypatch):
+    def program():
+        a, b, c = fresh_views()
+        return steps(6, a, b, c), np.asarray(a).copy(), np.asarray(c).copy()
+
+    with config.overridden(config.PROFIT, "off"), pk.fusion():
+        steps(1, *fresh_views())  # the fused kernel is built: the cost model lets the group be timed
+    expected, got, stats, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["profit_trials"] == 4 and stats["profit_decided"] == 1, text
+    assert len(list(Path(os.environ["KFUSE_CACHE_DIR"]).rglob("decisions/*/*.json"))) == 1
+    assert last_choices(1)[0].startswith(("fused: measured", "unfused: measured")), text
+
+
+def test_a_compile_the_runs_do_not_repay_is_not_made(measure):
+    def program():
+        a, b, c = fresh_views()
+        return steps(3, a, b, c), np.asarray(a).copy()
+
+    expected, got, stats, text = run_eager_and_fused(program)  # eager built the members; 64 elements save ~5 us
+    assert_same(expected, got)
+    assert stats["fused_kernels_launched"] == 0 and stats["groups_unfused"] == 3 and stats["compiles"] == 0, text
+    assert "unfused: a 0.4 s compile not repaid by 3 run(s)" in text
+
+
+def test_the_model_sees_a_fused_kernel_already_in_the_compile_cache(monkeypatch):
+    monkeypatch.setenv("KFUSE_PROFIT", "off")
+    views = fresh_views()
+    pk.enable_fusion()
+    steps(1, *views)  # builds the fused kernel (and nothing else)
+    pk.disable_fusion()
+    steps(1, *views)  # eager: builds both members
+    context.current().fused.clear()  # as in a new process: only the disk cache has the fused kernel
+    monkeypatch.setenv("KFUSE_PROFIT", "model")
+    pk.enable_fusion()
+    steps(1, *views)
+    assert last_choices(1) == ["fused: costs no compile beyond its members'"]
+
+
+# --- what reports say -------------------------------------------------------------------------------------------
+def _record(number: int, choice: str, kernel: str | None):
+    from kfuse.fuser.explain import FlushRecord
+
+    rec = FlushRecord(number, ["add", "mul", "c"], [[0, 1], [2]], [], 0.0, "", True)
+    rec.choices[0] = choice
+    if kernel:
+        rec.kernels[0] = kernel
+    return rec
+
+
+def test_summaries_and_launch_counts_show_groups_run_apart():
+    from kfuse.fuser.explain import summary
+
+    apart = _record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)
+    fused = _record(2, "fused: timing trial 1 of 3 fused", "add__mul")
+    assert apart.text().startswith("flush #1: 3 call(s) -> 3 kernel launch(es)")
+    assert fused.text().startswith("flush #2: 3 call(s) -> 2 kernel launch(es)")
+    text = summary([apart, fused, apart])
+    assert "3 flushes, 9 calls -> 8 kernel launches" in text
+    assert "fused groups (times formed):\n         1x  add + mul" in text
+    assert "groups run apart, not worth fusing (times):\n         2x  add + mul" in text
+
+
+def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
+    from kfuse.bench import measure, report
+
+    eager = {"seconds": 1.0, "launches": [("add", 0.002, False), ("mul", 0.002, False)], "flushes": []}
+    apart = {"seconds": 1.0, "launches": [("add", 0.002, False), ("mul", 0.002, False)],
+             "flushes": [_record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)]}
+    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True)],
+             "flushes": [_record(1, "fused: measured 4.00x faster fused (best of 3 trial(s) each way)", "add__mul")]}
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [apart]}, [("uo", "none"), ("o", "all")], 1)
+    assert (row["run"], row["kernel"], row["fused_o_ms"], row["speedup_chosen"]) == ("apart", None, None, 1.0)
+    assert row["decision"].startswith("unfused: measured 2.00x slower fused") and row["unfused_ms"] == 4.0
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [fused]}, [("uo", "none"), ("o", "all")], 1)
+    assert (row["run"], row["kernel"], row["speedup_o"], row["speedup_chosen"]) == ("fused", "add__mul", 4.0, 4.0)
+    data = {"machine": {"platform": "p", "cpus_usable": 2, "cpu_count": 2, "kfuse_num_threads": -1,
+                        "load_average_1min": 0.0, "compiler": "g++", "opt_flags": "-O3", "kokkos_version": 1,
+                        "kokkos_backends": ["OPENMP"], "python": "3"}, "size": "small", "repeat": 1,
+            "subjects": {"s": {"groups": [dict(row, run="apart", decision="unfused: measured 2.00x slower fused")],
+                               "eager_s": None, "trace_s": None, "fused_uo_s": None, "fused_s": None,
+                               "fused_vs_eager_speedup": None, "trace_overhead_pct": 0.0, "analysis_ms": None}}}
+    text = report.markdown(data)
+    assert "| apart | unfused: measured 2.00x slower fused |" in text
+    assert "Run apart by a profitability decision (1): s: add+mul." in text
+
+
+def test_processes_deciding_the_same_group_at_once_leave_a_whole_decision(tmp_path):
+    script = textwrap.dedent('''
+        import sys
+        from kfuse.compiler import decisions
+        for k in range(200):
+            decisions.save(sys.argv[1], k % 2 == 0, 1.0 + k, 2.0, int(sys.argv[2]))
+    ''')
+    env = config.child_environment(CACHE_DIR=tmp_path)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    key = "ab" * 32
+    writers = [subprocess.Popen([sys.executable, "-c", script, key, str(n)], env=env) for n in (1, 2, 3)]
+    assert all(w.wait(timeout=120) == 0 for w in writers)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(["ab", "decisions", f"{key}.json"])  # no temporary file
+    with config.overridden(config.CACHE_DIR, tmp_path):
+        found = decisions.load(key)
+    assert found["trials"] in (1, 2, 3) and found["fused_s"] == 200.0 and found["fused"] is False
+
+
+def test_verify_removes_a_damaged_decision_and_keeps_a_good_one(tmp_path, monkeypatch, capsys):
+    from kfuse.compiler import verify
+
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
+    good, bad = decisions.digest("a", "python", (1, 1)), decisions.digest("b", "python", (1, 1))
+    decisions.save(good, True, 1.0, 2.0, 3)
+    decisions.save(bad, True, 1.0, 2.0, 3)
+    path = next(p for p in tmp_path.rglob("*.json") if p.stem == bad)
+    path.write_text(path.read_text().replace('"trials": 3', '"trials": 0'))
+    assert verify.main() == 0
+    assert [p.stem for p in tmp_path.rglob("*.json")] == [good] and "removed (is damaged" in capsys.readouterr().out
