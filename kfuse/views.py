@@ -377,7 +377,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None) -> View:
 
 def deep_copy(dst: View, src) -> None:
     """``pk.deep_copy(dst, src)`` (Kokkos): every element of ``dst`` from the View or array ``src`` of the same
-    shape (converted to dst's dtype), or set to the scalar ``src``. Pending kernels on either run first."""
+    shape (converted to dst's dtype), or set to the scalar ``src``. Pending kernels on either run first. Two
+    Views whose data is on a GPU are copied there, without a round trip through the host."""
     if not isinstance(dst, View):
         raise TypeError(f"pk.deep_copy: the destination must be a pk.View, got {type(dst).__name__}")
     if isinstance(src, (numbers.Number, np.generic)):
@@ -395,18 +396,39 @@ def _copy_into(dst: View, src, what: str) -> None:
         raise ValueError(f"{what} the source's shape {tuple(src.shape)} differs from the destination's "
                          f"{tuple(dst.shape)}")
     if isinstance(src, View):
+        try:
+            if context.current().copy(dst, src):
+                return
+        except Exception as exc:
+            raise public_error(exc)
         host_barrier(src, False)
         src = src._array
     host_barrier(dst, True, True)
     np.copyto(dst._array, src, casting="unsafe")
 
 
-def create_mirror_view(view: View) -> View:
-    """``pk.create_mirror_view(v)`` (Kokkos): a host View of ``v``'s data. Every View is host memory here, so
-    this is ``v`` itself, as in Kokkos for a View already on the host: writes through one are seen by the other."""
+def _check_view(view, what: str) -> None:
     if not isinstance(view, View):
-        raise TypeError(f"pk.create_mirror_view expects a pk.View, got {type(view).__name__}")
+        raise TypeError(f"{what} expects a pk.View, got {type(view).__name__}")
+
+
+def create_mirror_view(view: View, copy: bool = False) -> View:
+    """``pk.create_mirror_view(v)`` (Kokkos, pykokkos-base): a host View of ``v``'s data. A View is readable on
+    the host here (its barrier fetches GPU results), so this is ``v`` itself, as Kokkos gives for a View already
+    host-accessible: writes through one are seen by the other, and ``copy`` has nothing to do."""
+    _check_view(view, "pk.create_mirror_view")
     return view
+
+
+def create_mirror(view: View, copy: bool = False) -> View:
+    """``pk.create_mirror(v, copy=False)`` (Kokkos, pykokkos-base): always a new host View of ``v``'s shape,
+    dtype and layout (LayoutLeft stays column-major; any other is row-major), zero-filled as Kokkos
+    value-initialises it, or holding ``v``'s values with ``copy=True``."""
+    _check_view(view, "pk.create_mirror")
+    mirror = View(view.shape, view.dtype, layout=Layout.LayoutLeft if view.layout is Layout.LayoutLeft else None)
+    if copy:
+        deep_copy(mirror, view)
+    return mirror
 
 
 class NumpyArgument(View):

@@ -111,9 +111,9 @@ def test_a_reused_slab_for_a_gpu_result_is_not_copied_to_the_gpu(fake_cuda):
     del first
     pk.set_default_space(pk.Cuda)
     again = new_view((N,), np.float64)  # a result a GPU kernel writes first
-    assert again.ptr == address and fake_cuda == [N * 8]
+    assert again.ptr == address and fake_cuda.to_device == [N * 8]
     device.device_pointer(again, writes=True)
-    assert fake_cuda == [N * 8]  # nothing copied for it
+    assert fake_cuda.to_device == [N * 8]  # nothing copied for it
 
 
 def test_shapes_are_taken_as_numpy_takes_them():

@@ -245,8 +245,8 @@ def test_an_op_result_is_not_copied_to_the_gpu_before_its_kernel_writes_it(fake_
     pk.set_default_space(pk.Cuda)
     result, defined = new_view((8,), np.float64), new_view((8,), np.float64)
     device.device_pointer(result, writes=True)
-    assert fake_cuda == []  # the kernel about to run writes it: nothing to bring over
+    assert fake_cuda.to_device == []  # the kernel about to run writes it: nothing to bring over
     defined[:] = 1.0  # a host write defines the contents: they must reach the GPU
     device.device_pointer(defined, writes=False)
     device.device_pointer(host_result, writes=False)
-    assert fake_cuda == [64, 64]
+    assert fake_cuda.to_device == [64, 64]
