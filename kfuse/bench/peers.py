@@ -28,7 +28,7 @@ import numpy as np
 
 import kfuse as pk
 
-from .. import spaces
+from .. import config, spaces
 from . import numpy_refs, report, subjects
 
 ITERATIONS = 50  # NSTREAM
@@ -71,6 +71,7 @@ def _torch() -> Peer:
 
 
 def _jax() -> Peer:
+    config.put_foreign_default("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # else JAX takes 75% of the GPU's memory
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the workloads are float64, as kfuse's
