@@ -75,12 +75,13 @@ def test_peers_bench_on_the_host_writes_every_workload_against_numpy(tmp_path):
     data = json.loads(out_json.read_text())
     assert data["card"] == "cpu" and data["space"] == "OpenMP" and data["peers"] == ["numpy"]
     assert list(data["workloads"]) == ["nstream", "gaussian"]
+    assert data["checks"] == {"nstream": "PASS", "gaussian": "PASS"}
     for row in data["workloads"].values():
         assert set(row) == {"kfuse_fused_ms", "kfuse_eager_ms", "numpy_ms"} and all(v > 0 for v in row.values())
     assert "| nstream |" in proc.stdout
 
 
-def test_peers_are_found_or_reported_missing_with_the_reason(monkeypatch):
+def test_peers_are_found_or_reported_missing_and_wrong_results_are_caught(monkeypatch):
     from kfuse.bench import peers
 
     (numpy_peer,), missing = peers.find_peers(on_gpu=False)
@@ -88,6 +89,8 @@ def test_peers_are_found_or_reported_missing_with_the_reason(monkeypatch):
     found, missing = peers.find_peers(on_gpu=True)
     assert {p.name for p in found} | set(missing) == {"cupy", "torch_compile", "jax"}
     assert all(why for why in missing.values())  # e.g. "ModuleNotFoundError: No module named 'cupy'"
+    assert peers.check(lambda: (np.ones(3), 2.0), (np.ones(3), 2.0)) == "PASS"
+    assert peers.check(lambda: (np.ones(3), 2.0), (np.ones(3), 2.5)).startswith("output 1 differs")
     for gpu, name in (("NVIDIA H100 80GB HBM3; release 13.0", "h100"), ("NVIDIA H200", "h200"),
                       ("NVIDIA GeForce RTX 4090", "gpu")):
         monkeypatch.setattr(peers.report, "machine", lambda gpu=gpu: {"gpu": gpu})

@@ -9,7 +9,8 @@ array-code version per workload, written once for any NumPy-like module ``xp`` (
 a GPU space CuPy as it is, torch under ``torch.compile`` and JAX under ``jax.jit`` (float64), each when it is
 installed and sees a GPU (else the JSON says why it is missing); on a host space NumPy. Every run ends with its
 results computed on the device (kfuse: ``pk.fence()``, which copies nothing back; peers: their synchronize).
-Median of ``repeat`` runs after a warm-up that compiles.
+Median of ``repeat`` runs after a warm-up that compiles; kfuse's first run is checked against NumPy running
+the peers' array code on the same inputs (``checks``; the command fails if one differs).
 """
 from __future__ import annotations
 
@@ -127,19 +128,23 @@ def mvt_xp(xp, A, x1, x2, y1, y2):
     return numpy_refs.mvt(A, x1, x2, y1, y2)
 
 
-# --- the same workloads in kfuse: inputs -> (go, the peers' inputs) ----------------------------------------------
+# --- the same workloads in kfuse: size -> (go, the peers' inputs); go() returns what the array code returns ----
 def _nstream(n):
     nstream = subjects.import_example("examples.nstream", "iterate")
     A, B, C = np.zeros(n), np.full(n, 2.0), np.full(n, 2.0)
     views = [pk.array(a.copy()) for a in (A, B, C)]
-    return lambda: nstream.iterate(*views, ITERATIONS), (A, B, C)
+
+    def go():
+        nstream.iterate(*views, ITERATIONS)
+        return views[0]
+    return go, (A, B, C)
 
 
 def _babelstream(n):
     bs = subjects.import_example("examples.babelstream", "iterate")
     arrays = (np.full(n, bs.START_A), np.full(n, bs.START_B), np.full(n, bs.START_C))
     views = [pk.array(a.copy()) for a in arrays]
-    return lambda: bs.iterate(*views, BABEL_ITERATIONS), arrays
+    return lambda: (*views, bs.iterate(*views, BABEL_ITERATIONS)), arrays
 
 
 def _gaussian(n):
@@ -175,6 +180,7 @@ def _mvt(n):
     def go():
         pk.parallel_for(n, mvt.add_matvec, x=x1, A=A, y=y1, n=n)
         pk.parallel_for(n, mvt.add_matvec_transposed, x=x2, A=A, y=y2, n=n)
+        return x1, x2
     return go, arrays
 
 
@@ -206,6 +212,27 @@ def _kfuse_ms(go: Callable, fused: bool, repeat: int) -> float:
         pk.disable_fusion()
 
 
+def _leaves(result) -> list:
+    if isinstance(result, (tuple, list)):
+        return [leaf for part in result for leaf in _leaves(part)]
+    return [np.asarray(pk.value(result) if isinstance(result, pk.Future) else result, dtype=np.float64)]
+
+
+def check(go: Callable, want) -> str:
+    """"PASS" when kfuse's first run (fused, from the inputs the peers get) gives NumPy's results, else how not
+    (sums may add in another order: 1e-10 relative)."""
+    pk.enable_fusion()
+    try:
+        got = _leaves(go())
+    finally:
+        pk.disable_fusion()
+    want = _leaves(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-10, atol=0.0):
+            return f"output {k} differs from NumPy's (largest difference {float(np.abs(g - w).max()):.3g})"
+    return "PASS" if len(got) == len(want) else f"{len(got)} outputs, NumPy has {len(want)}"
+
+
 def _peer_ms(peer: Peer, array_code: Callable, arrays: tuple, repeat: int) -> float:
     fn = peer.compile(functools.partial(array_code, peer.xp))
     inputs = [peer.asarray(np.ascontiguousarray(a)) for a in arrays]
@@ -220,16 +247,17 @@ def card() -> str:
 
 
 def measure(repeat: int, smoke: bool = False, names=None) -> dict:
-    """``{"card", "space", "peers", "missing", "workloads": {name: {"kfuse_fused_ms", "kfuse_eager_ms",
-    "<peer>_ms", ...}}}`` for the default space."""
+    """``{"card", "space", "peers", "missing", "checks": {name: "PASS" or why not}, "workloads": {name:
+    {"kfuse_fused_ms", "kfuse_eager_ms", "<peer>_ms", ...}}}`` for the default space."""
     on_gpu = spaces.on_device(pk.get_default_space().value)
     sizes = SIZES["smoke" if smoke else "gpu" if on_gpu else "host"]
     found, missing = find_peers(on_gpu)
     data = {"card": card() if on_gpu else "cpu", "space": pk.get_default_space().value, "repeat": repeat,
-            "sizes": sizes, "peers": [p.name for p in found], "missing": missing, "workloads": {}}
+            "sizes": sizes, "peers": [p.name for p in found], "missing": missing, "checks": {}, "workloads": {}}
     for name in names or WORKLOADS:
         make, array_code = WORKLOADS[name]
         go, arrays = make(sizes[name])
+        data["checks"][name] = check(go, array_code(np, *arrays))
         row = {"kfuse_fused_ms": _kfuse_ms(go, True, repeat), "kfuse_eager_ms": _kfuse_ms(go, False, repeat)}
         for peer in found:
             row[f"{peer.name}_ms"] = _peer_ms(peer, array_code, arrays, repeat)
@@ -244,6 +272,9 @@ def markdown(data: dict) -> str:
              "| workload | " + " | ".join(c[:-3] for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, row in data["workloads"].items():
         lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" for c in columns) + " |")
+    for name, verdict in data["checks"].items():
+        if verdict != "PASS":
+            lines.append(f"\n{name}: kfuse's result is WRONG: {verdict}")
     for peer, why in data["missing"].items():
         lines.append(f"\n{peer}: missing ({why})")
     return "\n".join(lines) + "\n"
@@ -257,4 +288,4 @@ def main(repeat: int, smoke: bool, json_path: str | None, names=None) -> int:
     path.write_text(json.dumps(data, indent=1) + "\n")
     sys.stdout.write(markdown(data))
     print(f"[bench] wrote {path}", file=sys.stderr)
-    return 0
+    return 0 if all(v == "PASS" for v in data["checks"].values()) else 1
