@@ -10,16 +10,41 @@ import enum
 import itertools
 import numbers
 import operator
+import weakref
 
 import numpy as np
 
 from . import context, escape
 from .escape import byte_bounds as _byte_bounds
 from .errors import public_error
-from .spaces import MemorySpace
+from .spaces import MemorySpace, on_device
 from .types import DType, dtype_of, element_dtype
 
 _uids = itertools.count(1)
+#: The memory of ``pk.View(...)``s made while the default space is a GPU's, still all zeros on the host (id -> the
+#: array): a GPU's copy of it is zeroed there, not copied over (runtime/device.py). A host write (the barrier,
+#: device.host_access) or a call that runs elsewhere than the GPU (calls.bind, ``touched``) drops it.
+zeroed: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def memory_owner(array: np.ndarray) -> np.ndarray:
+    """The array owning ``array``'s memory, through NumPy's base chain and kfuse's own aliases (kfuse/escape.py)."""
+    while True:
+        base = array.base
+        if isinstance(base, np.ndarray):
+            array = base
+        elif isinstance(base, escape.Alias):
+            array = base.target
+        else:
+            return array
+
+
+def touched(values) -> None:
+    """The Views among ``values`` are used by a call that does not run on the GPU: their memory may change on the
+    host, so it is no longer known to be zeros."""
+    for v in values:
+        if isinstance(v, View) and v._array is not None:
+            zeroed.pop(id(memory_owner(v._array)), None)
 
 
 def host_barrier(view: "View", write: bool, overwrite: bool = False) -> None:
@@ -148,7 +173,11 @@ class View:
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
                  _array: np.ndarray | None = None):
         self.trait = _trait(trait, "pk.View")
-        self._take(_array if _array is not None else _allocate(shape, dtype, space, layout))
+        if _array is None:
+            _array = _allocate(shape, dtype, space, layout)
+            if on_device(context.current().default_space.value):
+                zeroed[id(_array)] = _array
+        self._take(_array)
 
     def _take(self, array: np.ndarray) -> None:
         """Make ``array`` this View's memory, with the fields derived from it (``pk.View``, ``resize``)."""

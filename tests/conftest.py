@@ -67,11 +67,11 @@ def fresh_stats():
 class FakeCuda:
     """The CUDA calls of kfuse/runtime/device.py on host memory: "device" buffers are NumPy byte arrays kfuse
     cannot see, and every copy is recorded by direction (byte counts in ``to_device``, ``to_host``,
-    ``on_device``)."""
+    ``on_device``; buffers set to zero there in ``zeroed``)."""
 
     def __init__(self):
         self.buffers: dict = {}  # address -> the bytes behind it
-        self.to_device, self.to_host, self.on_device = [], [], []
+        self.to_device, self.to_host, self.on_device, self.zeroed = [], [], [], []
 
     def kfuse_device_malloc(self, nbytes):
         import numpy as np
@@ -99,6 +99,13 @@ class FakeCuda:
 
     def kfuse_copy_on_device(self, dst, src, nbytes):
         return self._copy(self.on_device, dst, src, nbytes)
+
+    def kfuse_device_zero(self, pointer, nbytes):
+        import ctypes
+
+        ctypes.memset(pointer, 0, nbytes)
+        self.zeroed.append(nbytes)
+        return 0
 
 
 @pytest.fixture

@@ -23,6 +23,11 @@ def dm_add_one(i, y: pk.View1D[pk.double]):
 
 
 @pk.workunit
+def dm_host_add_one(i, y: pk.View1D[pk.double]):  # launched on the host only (not under fake_gpu)
+    y[i] = y[i] + 1.0
+
+
+@pk.workunit
 def dm_sum(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
     acc += x[i]
 
@@ -142,6 +147,61 @@ def test_create_mirror_copies_the_device_data(fake_gpu, mode):
     mirror = pk.create_mirror(y, copy=True)
     np.testing.assert_array_equal(np.asarray(mirror), 2.0 * np.arange(N))
     assert pk.create_mirror_view(y) is y
+
+
+# --- new Views: zeros set on the device, not copied over ------------------------------------------------------
+def on_gpu(view, writes=False):
+    """What a GPU launch does with ``view`` (device.device_pointer), without a kernel."""
+    from kfuse.runtime import device
+
+    return device.device_pointer(view, writes)
+
+
+def test_a_new_view_is_zeroed_on_the_device_not_copied(fake_cuda):
+    pk.set_default_space(pk.Cuda)  # Views made now are for the GPU
+    y = pk.View([N])
+    on_gpu(y, writes=False)  # a kernel reading it sees zeros set there
+    assert fake_cuda.zeroed == [BYTES] and fake_cuda.to_device == []
+    np.testing.assert_array_equal(np.asarray(y), np.zeros(N))
+
+
+def test_a_new_view_the_host_wrote_is_copied(fake_cuda):
+    pk.set_default_space(pk.Cuda)
+    y, z = pk.View([N]), pk.View([2, N])
+    y[3] = 1.0  # a host write through the View
+    z[1, :] = 2.0  # through a subview of its memory
+    on_gpu(y), on_gpu(z)
+    assert fake_cuda.zeroed == [] and fake_cuda.to_device == [BYTES, 2 * BYTES]
+
+
+def test_a_new_view_a_host_kernel_used_is_copied(fake_cuda, mode):
+    pk.set_default_space(pk.Cuda)
+    x, y = pk.View([N]), pk.View([N])
+    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_host_add_one, y=y)  # on the host: not zeros any more
+    pk.fence()  # (a GPU launch would be ordered after it; on_gpu is not a launch)
+    on_gpu(y), on_gpu(x)
+    assert fake_cuda.to_device == [BYTES] and fake_cuda.zeroed == [BYTES]  # y copied, x zeroed
+    np.testing.assert_array_equal(np.asarray(y), np.ones(N))
+
+
+def test_a_host_kernel_sees_what_a_gpu_kernel_wrote_and_the_gpu_sees_its_writes(fake_cuda, mode):
+    y = pk.View([N])
+    on_gpu(y, writes=True)  # a GPU kernel wrote y: the device copy is newer
+    (buffer,) = fake_cuda.buffers.values()
+    buffer.view(np.float64)[:] = 5.0  # what it wrote
+    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_host_add_one, y=y)  # a host kernel: a host access
+    pk.fence()
+    assert fake_cuda.to_host == [BYTES]
+    on_gpu(y)  # the host kernel's result goes over before the next GPU kernel
+    assert fake_cuda.to_device == [BYTES, BYTES]  # at y's first GPU use, and now
+    np.testing.assert_array_equal(buffer.view(np.float64), np.full(N, 6.0))
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, 6.0))
+
+
+def test_views_made_for_the_host_are_copied(fake_cuda):
+    y = pk.View([N])  # default space OpenMP: nothing is assumed of its memory
+    on_gpu(y)
+    assert fake_cuda.zeroed == [] and fake_cuda.to_device == [BYTES]
 
 
 # --- the API itself, on the host ----------------------------------------------------------------------------

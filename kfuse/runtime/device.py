@@ -17,6 +17,8 @@ No unified memory is used.
 The result of an array operation is allocated on the host with undefined contents (``np.empty``: address
 space, no pages) and first written by its GPU kernel; it is registered as ``undefined``, so its mirror starts
 as "both sides agree" and nothing is copied to the device before that write (a host write first clears it).
+A ``pk.View`` made while the default space is a GPU's is zeros nobody has changed yet (``views.zeroed``): its
+device copy is zeroed on the device instead of copied over.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from .. import escape
 from ..errors import LaunchError
-from ..views import DeviceView, NumpyArgument, View, overlaps
+from ..views import DeviceView, NumpyArgument, View, memory_owner, overlaps, zeroed
 
 HOST, DEVICE, BOTH = "host", "device", "both"
 
@@ -49,20 +51,8 @@ _undefined: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id 
 def undefined(array: np.ndarray) -> None:
     """``array``'s memory (a new allocation, or a slab kfuse/buffers.py hands out again) holds no values yet;
     its first writer is a GPU kernel (kfuse/ops). Mirrors are per memory owner, so the owner is registered."""
-    root = _root(array)
+    root = memory_owner(array)
     _undefined[id(root)] = root
-
-
-def _root(array: np.ndarray) -> np.ndarray:
-    """The array owning the memory, through NumPy's base chain and kfuse's own aliases (kfuse/escape.py)."""
-    while True:
-        base = array.base
-        if isinstance(base, np.ndarray):
-            array = base
-        elif isinstance(base, escape.Alias):
-            array = base.target
-        else:
-            return array
 
 
 def _lib():
@@ -79,7 +69,7 @@ def _copy(name: str, dst: int, src: int, nbytes: int) -> None:
 
 
 def _mirror_for(view) -> Mirror:
-    root = _root(view._array)
+    root = memory_owner(view._array)
     address = root.__array_interface__["data"][0]
     mirror = _mirrors.get(address)
     if mirror is None:
@@ -122,10 +112,16 @@ def device_pointer(view, writes: bool) -> int:
     if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
         return view.ptr
     mirror = _mirror_for(view)
-    if mirror.state == HOST and _undefined:
-        root = _root(view._array)
+    if mirror.state == HOST and (_undefined or zeroed):
+        root = memory_owner(view._array)
         if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
             del _undefined[id(root)]
+            mirror.state = BOTH
+        elif zeroed.get(id(root)) is root:  # a new pk.View: zeros, set there instead of copied over
+            del zeroed[id(root)]
+            rc = _lib().kfuse_device_zero(ctypes.c_void_p(mirror.device_ptr), mirror.nbytes)
+            if rc:
+                raise LaunchError(f"kfuse: kfuse_device_zero of {mirror.nbytes} bytes failed (CUDA/HIP error {rc})")
             mirror.state = BOTH
     if mirror.state == HOST:
         _copy("kfuse_copy_to_device", mirror.device_ptr, mirror.host_ptr, mirror.nbytes)
@@ -152,6 +148,16 @@ def before_launch(args, writes) -> None:
             if mirror.state == DEVICE:
                 copy_back(a)
             mirror.state = HOST
+
+
+def host_launch(args, writes) -> None:
+    """A host kernel (OpenMP, Serial, Debug) is about to use ``args``: as for any host access, device-newer data
+    comes back first, and what it may write makes the device copy stale."""
+    if not _mirrors:
+        return
+    for a, w in zip(args, writes):
+        if isinstance(a, View) and a._array is not None:
+            host_access(a, bool(w))
 
 
 def after_launch(args, writes) -> None:
@@ -205,7 +211,7 @@ def copy(dst, src) -> bool:
 
 
 def _existing(view) -> Mirror | None:
-    return _mirrors.get(_root(view._array).__array_interface__["data"][0])
+    return _mirrors.get(memory_owner(view._array).__array_interface__["data"][0])
 
 
 def host_access(view, write: bool, overwrite: bool = False) -> None:
@@ -213,8 +219,10 @@ def host_access(view, write: bool, overwrite: bool = False) -> None:
     mirror); a host write makes the device copy stale."""
     if view._array is None:  # GPU memory the caller owns
         return
-    if write and _undefined:
-        _undefined.pop(id(_root(view._array)), None)
+    if write and (_undefined or zeroed):
+        root = id(memory_owner(view._array))
+        _undefined.pop(root, None)
+        zeroed.pop(root, None)
     if not _mirrors:  # nothing mirrored
         return
     mirror = _existing(view)

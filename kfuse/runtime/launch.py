@@ -99,6 +99,8 @@ class CompiledKernel:
         self.recent = True
         if self.on_device:
             device.before_launch(args, self._writes)
+        else:
+            device.host_launch(args, self._writes)
         rc = self._fn(self.pack(bounds, args), self._out, _err, _errlen)
         if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
