@@ -21,10 +21,27 @@ from .spaces import MemorySpace, on_device
 from .types import DType, dtype_of, element_dtype
 
 _uids = itertools.count(1)
-#: The memory of ``pk.View(...)``s made while the default space is a GPU's, still all zeros on the host (id -> the
-#: array): a GPU's copy of it is zeroed there, not copied over (runtime/device.py). A host write (the barrier,
-#: device.host_access) or a call that runs elsewhere than the GPU (calls.bind, ``touched``) drops it.
-zeroed: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+#: The memory of ``pk.View(...)``s made while the default space is a GPU's, still all zeros on the host: a GPU's
+#: copy of it is zeroed there, not copied over (runtime/device.py). A host write (the barrier, device.host_access)
+#: or a call that runs elsewhere than the GPU (calls.bind, ``touched``) drops it. id -> weak reference to the
+#: array, in a plain dict (calls.bind tests it at every call: a WeakValueDictionary's truth costs 0.17 us).
+zeroed: dict = {}
+
+
+def _zeroed(array: np.ndarray) -> None:
+    def gone(ref, key=id(array)):
+        if zeroed.get(key) is ref:
+            del zeroed[key]
+    zeroed[id(array)] = weakref.ref(array, gone)
+
+
+def take_zeroed(root: np.ndarray) -> bool:
+    """Whether ``root``'s memory was still all zeros; it is not known to be from now on (its caller writes it)."""
+    ref = zeroed.get(id(root))
+    if ref is None or ref() is not root:
+        return False
+    del zeroed[id(root)]
+    return True
 
 
 def memory_owner(array: np.ndarray) -> np.ndarray:
@@ -44,7 +61,7 @@ def touched(values) -> None:
     host, so it is no longer known to be zeros."""
     for v in values:
         if isinstance(v, View) and v._array is not None:
-            zeroed.pop(id(memory_owner(v._array)), None)
+            take_zeroed(memory_owner(v._array))
 
 
 def host_barrier(view: "View", write: bool, overwrite: bool = False) -> None:
@@ -176,7 +193,7 @@ class View:
         if _array is None:
             _array = _allocate(shape, dtype, space, layout)
             if on_device(context.current().default_space.value):
-                zeroed[id(_array)] = _array
+                _zeroed(_array)
         self._take(_array)
 
     def _take(self, array: np.ndarray) -> None:

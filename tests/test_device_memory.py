@@ -198,6 +198,17 @@ def test_a_host_kernel_sees_what_a_gpu_kernel_wrote_and_the_gpu_sees_its_writes(
     np.testing.assert_array_equal(np.asarray(y), np.full(N, 6.0))
 
 
+def test_a_dropped_view_leaves_no_mark():
+    from kfuse import views
+
+    pk.set_default_space(pk.Cuda)
+    before = len(views.zeroed)
+    y = pk.View([N])
+    assert len(views.zeroed) == before + 1
+    del y
+    assert len(views.zeroed) == before
+
+
 def test_views_made_for_the_host_are_copied(fake_cuda):
     y = pk.View([N])  # default space OpenMP: nothing is assumed of its memory
     on_gpu(y)

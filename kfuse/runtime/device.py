@@ -29,7 +29,8 @@ import numpy as np
 
 from .. import escape
 from ..errors import LaunchError
-from ..views import DeviceView, NumpyArgument, View, memory_owner, overlaps, zeroed
+from .. import views
+from ..views import DeviceView, NumpyArgument, View, memory_owner, overlaps
 
 HOST, DEVICE, BOTH = "host", "device", "both"
 
@@ -112,13 +113,12 @@ def device_pointer(view, writes: bool) -> int:
     if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
         return view.ptr
     mirror = _mirror_for(view)
-    if mirror.state == HOST and (_undefined or zeroed):
+    if mirror.state == HOST and (_undefined or views.zeroed):
         root = memory_owner(view._array)
         if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
             del _undefined[id(root)]
             mirror.state = BOTH
-        elif zeroed.get(id(root)) is root:  # a new pk.View: zeros, set there instead of copied over
-            del zeroed[id(root)]
+        elif views.take_zeroed(root):  # a new pk.View: zeros, set there instead of copied over
             rc = _lib().kfuse_device_zero(ctypes.c_void_p(mirror.device_ptr), mirror.nbytes)
             if rc:
                 raise LaunchError(f"kfuse: kfuse_device_zero of {mirror.nbytes} bytes failed (CUDA/HIP error {rc})")
@@ -219,10 +219,10 @@ def host_access(view, write: bool, overwrite: bool = False) -> None:
     mirror); a host write makes the device copy stale."""
     if view._array is None:  # GPU memory the caller owns
         return
-    if write and (_undefined or zeroed):
-        root = id(memory_owner(view._array))
-        _undefined.pop(root, None)
-        zeroed.pop(root, None)
+    if write and (_undefined or views.zeroed):
+        root = memory_owner(view._array)
+        _undefined.pop(id(root), None)
+        views.take_zeroed(root)
     if not _mirrors:  # nothing mirrored
         return
     mirror = _existing(view)
