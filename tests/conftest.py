@@ -4,6 +4,7 @@ A test marked ``@pytest.mark.backend("python")`` (or a module with ``pytestmark 
 runs its kernels on that backend: "python" interprets the kernel AST (no C++ compiler; kfuse/backends/python.py),
 "null" runs nothing and records launches (schedule tests), "kokkos" (the default) compiles C++.
 """
+import contextlib
 import os
 from pathlib import Path
 
@@ -123,14 +124,32 @@ def fake_cuda(monkeypatch):
     return cuda
 
 
-@pytest.fixture
-def fake_gpu(fake_cuda, monkeypatch):
-    """Compiled kernels made during the test launch as GPU kernels do (device pointers, copies before and
-    after), running on the host over ``fake_cuda``'s "device" buffers: whole programs move data as on a GPU.
-    Use it with workunits no other test launches (a kernel keeps the launch path it was loaded with)."""
+_STAND_IN_GPU_BACKEND = []  # the one Kokkos backend instance of every stand_in_gpu block (made at first use)
+
+
+@contextlib.contextmanager
+def stand_in_gpu():
+    """A block where compiled kernels launch as GPU kernels do (device pointers, copies before and after), running
+    on the host over ``fake_cuda``'s "device" buffers: whole programs move data as on a GPU. Its runtime has its
+    own Kokkos backend instance, so its kernels (which keep the launch path they were loaded with) are never the
+    ones other tests launch. Needs ``fake_cuda``."""
     import types
 
+    from kfuse import context, engine, spaces
+    from kfuse.backends.kokkos import KokkosBackend
     from kfuse.runtime import launch
 
-    monkeypatch.setattr(launch, "spaces", types.SimpleNamespace(on_device=lambda space: True))
-    return fake_cuda
+    if not _STAND_IN_GPU_BACKEND:
+        _STAND_IN_GPU_BACKEND.append(KokkosBackend())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(launch, "spaces", types.SimpleNamespace(on_device=lambda space: True))
+        with context.installed(engine.Runtime(backend=_STAND_IN_GPU_BACKEND[0])) as runtime:
+            runtime.default_space = spaces.ExecutionSpace.OpenMP
+            yield runtime
+
+
+@pytest.fixture
+def fake_gpu(fake_cuda):
+    """The test runs in a ``stand_in_gpu`` block; returns ``fake_cuda``'s recorder."""
+    with stand_in_gpu():
+        yield fake_cuda

@@ -2,7 +2,7 @@
 ``fake_gpu``: compiled kernels launch with device pointers into host buffers kfuse cannot see, and every copy
 is counted): ``pk.fence()`` copies nothing back, a host read copies back the View read, memory the program
 reaches without a barrier stays current, ``pk.deep_copy`` between device Views stays on the device. Results
-are checked against NumPy. The workunits here are launched by no other test (see ``fake_gpu``)."""
+are checked against NumPy, and random programs of kfuse.check against their eager run on the host."""
 import numpy as np
 import pytest
 
@@ -213,6 +213,22 @@ def test_views_made_for_the_host_are_copied(fake_cuda):
     y = pk.View([N])  # default space OpenMP: nothing is assumed of its memory
     on_gpu(y)
     assert fake_cuda.zeroed == [] and fake_cuda.to_device == [BYTES]
+
+
+# --- random programs: on the stand-in GPU, eager and fused, what the host sees equals eager on the host ---------
+@pytest.mark.parametrize("index", range(16))
+def test_random_programs_on_the_stand_in_gpu_agree_with_eager_on_the_host(fake_cuda, index):
+    """kfuse.check's programs (escaped aliases, pk.array bases, NumPy arguments, subviews, reallocation, failing
+    calls, threads, Debug-space kernels beside compiled ones) see on the stand-in GPU what eager sees on the host."""
+    from conftest import stand_in_gpu
+
+    from kfuse.check import EAGER, FUSED, case_for, compare, run
+
+    case = case_for(1717, index)
+    expected = run(case, EAGER)
+    with stand_in_gpu():
+        mismatches = compare(expected, run(case, EAGER)) + compare(expected, run(case, FUSED))
+    assert not mismatches, "\n".join(mismatches)
 
 
 # --- the API itself, on the host ----------------------------------------------------------------------------
