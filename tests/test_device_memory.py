@@ -1,5 +1,5 @@
 """GPU-resident data (kfuse/runtime/device.py) with PyKokkos semantics, run on a stand-in GPU (conftest
-``fake_gpu``: compiled kernels launch with device pointers into host buffers kfuse cannot see, and every copy
+``stand_in_gpu``, the ``fake_gpu`` fixture: compiled kernels launch with device pointers into host buffers kfuse cannot see, and every copy
 is counted): ``pk.fence()`` copies nothing back, a host read copies back the View read, memory the program
 reaches without a barrier stays current, ``pk.deep_copy`` between device Views stays on the device. Results
 are checked against NumPy, and random programs of kfuse.check against their eager run on the host."""
@@ -19,11 +19,6 @@ def dm_scale(i, a: float, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
 
 @pk.workunit
 def dm_add_one(i, y: pk.View1D[pk.double]):
-    y[i] = y[i] + 1.0
-
-
-@pk.workunit
-def dm_host_add_one(i, y: pk.View1D[pk.double]):  # launched on the host only (not under fake_gpu)
     y[i] = y[i] + 1.0
 
 
@@ -177,7 +172,7 @@ def test_a_new_view_the_host_wrote_is_copied(fake_cuda):
 def test_a_new_view_a_host_kernel_used_is_copied(fake_cuda, mode):
     pk.set_default_space(pk.Cuda)
     x, y = pk.View([N]), pk.View([N])
-    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_host_add_one, y=y)  # on the host: not zeros any more
+    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_add_one, y=y)  # on the host: not zeros any more
     pk.fence()  # (a GPU launch would be ordered after it; on_gpu is not a launch)
     on_gpu(y), on_gpu(x)
     assert fake_cuda.to_device == [BYTES] and fake_cuda.zeroed == [BYTES]  # y copied, x zeroed
@@ -189,7 +184,7 @@ def test_a_host_kernel_sees_what_a_gpu_kernel_wrote_and_the_gpu_sees_its_writes(
     on_gpu(y, writes=True)  # a GPU kernel wrote y: the device copy is newer
     (buffer,) = fake_cuda.buffers.values()
     buffer.view(np.float64)[:] = 5.0  # what it wrote
-    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_host_add_one, y=y)  # a host kernel: a host access
+    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_add_one, y=y)  # a host kernel: a host access
     pk.fence()
     assert fake_cuda.to_host == [BYTES]
     on_gpu(y)  # the host kernel's result goes over before the next GPU kernel
