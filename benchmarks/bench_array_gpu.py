@@ -17,7 +17,6 @@ import time
 import numpy as np
 
 import kfuse as pk
-from kfuse import engine
 from bench_array_api import gaussian_loglik, gaussian_ops  # the CPU bench's; it puts the repository on sys.path
 from examples.nstream import SCALAR, nstream
 
@@ -42,17 +41,16 @@ def kfuse_rows(x0, mu0, var0, fused: bool, repeats: int) -> dict:
     if fused:
         pk.enable_fusion()
 
-    # engine.flush_all runs every pending kernel to completion and leaves results on the GPU, as
-    # torch.cuda.synchronize does; pk.fence would also copy A back to the host (it makes NumPy aliases current).
+    # pk.fence runs every pending kernel to completion and leaves results on the GPU, as torch.cuda.synchronize does
     def nstream_ops():
         for _ in range(ITERATIONS):
             pk.add(A, pk.add(B, pk.multiply(C, SCALAR)), out=A)
-        engine.flush_all()
+        pk.fence()
 
     def nstream_hand():
         for _ in range(ITERATIONS):
             pk.parallel_for(n, nstream, A=A, B=B, C=C, scalar=SCALAR)
-        engine.flush_all()
+        pk.fence()
 
     rows = {"gauss ops": timed(lambda: float(gaussian_ops(x, mu, var)), repeats),
             "gauss hand kernel": timed(lambda: float(pk.parallel_reduce(n, gaussian_loglik, x=x, mu=mu, var=var,

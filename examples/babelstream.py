@@ -52,20 +52,26 @@ def dot(i, acc: pk.Acc[pk.double], a, b):
     acc += a[i] * b[i]
 
 
+def iterate(a, b, c, iterations: int) -> list:
+    """The benchmark's loop (also timed by ``python -m kfuse.bench --peers``); the dot product of every iteration."""
+    n, sums = a.shape[0], []
+    for _ in range(iterations):
+        pk.parallel_for("copy", n, copy, a=a, c=c)
+        pk.parallel_for("mul", n, mul, b=b, c=c, scalar=SCALAR)
+        pk.parallel_for("add", n, add, a=a, b=b, c=c)
+        pk.parallel_for("triad", n, triad, a=a, b=b, c=c, scalar=SCALAR)
+        sums.append(pk.parallel_reduce("dot", n, dot, a=a, b=b))
+    return sums
+
+
 def run(size: str = "small", *, n: int | None = None, iterations: int | None = None, fusion: bool = False) -> dict:
     """Run the benchmark; returns the final arrays, the dot product of every iteration and the seconds taken."""
     n = n or SIZES[size][0]
     iterations = iterations or SIZES[size][1]
     a, b, c = pk.full(n, START_A), pk.full(n, START_B), pk.full(n, START_C)
-    sums = []
     start = time.perf_counter()
     with pk.fusion() if fusion else contextlib.nullcontext():
-        for _ in range(iterations):
-            pk.parallel_for("copy", n, copy, a=a, c=c)
-            pk.parallel_for("mul", n, mul, b=b, c=c, scalar=SCALAR)
-            pk.parallel_for("add", n, add, a=a, b=b, c=c)
-            pk.parallel_for("triad", n, triad, a=a, b=b, c=c, scalar=SCALAR)
-            sums.append(pk.parallel_reduce("dot", n, dot, a=a, b=b))
+        sums = iterate(a, b, c, iterations)
     pk.fence()
     seconds = time.perf_counter() - start
     return {"a": a.copy(), "b": b.copy(), "c": c.copy(), "dot": [float(s) for s in sums], "seconds": seconds,

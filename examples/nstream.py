@@ -23,6 +23,12 @@ def nstream(i, A, B, C, scalar):
     A[i] += B[i] + scalar * C[i]
 
 
+def iterate(A, B, C, iterations: int) -> None:
+    """The benchmark's loop (also timed by ``python -m kfuse.bench --peers``)."""
+    for _ in range(iterations):
+        pk.parallel_for("nstream", A.shape[0], nstream, A=A, B=B, C=C, scalar=SCALAR)
+
+
 def run(size: str = "small", *, n: int | None = None, iterations: int | None = None, fusion: bool = False) -> dict:
     """Run the kernel; returns the final A and the seconds taken."""
     n = n or SIZES[size][0]
@@ -30,8 +36,7 @@ def run(size: str = "small", *, n: int | None = None, iterations: int | None = N
     A, B, C = pk.zeros(n), pk.full(n, 2.0), pk.full(n, 2.0)
     start = time.perf_counter()
     with pk.fusion() if fusion else contextlib.nullcontext():
-        for _ in range(iterations):
-            pk.parallel_for("nstream", n, nstream, A=A, B=B, C=C, scalar=SCALAR)
+        iterate(A, B, C, iterations)
     pk.fence()
     seconds = time.perf_counter() - start
     return {"A": A.copy(), "seconds": seconds, "n": n, "iterations": iterations}

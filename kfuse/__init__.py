@@ -28,7 +28,8 @@ from .future import Future, value
 from .types import (Acc, DataType, DataTypeClass, DType, ScratchView1D, ScratchView2D, ScratchView3D, ScratchView4D,
                     ScratchView5D, ScratchView6D, ScratchView7D, ScratchView8D, TeamMember, View1D, View2D, View3D,
                     bool_, double, float32, float64, int8, int16, int32, int64, real, uint8, uint16, uint32, uint64)
-from .views import Layout, Trait, View, ViewTypeInfo, array, asarray, create_mirror_view, deep_copy, from_numpy
+from .views import (Layout, Trait, View, ViewTypeInfo, array, asarray, create_mirror, create_mirror_view, deep_copy,
+                    from_numpy)
 from .workloads import callback, execute, functor, main, workload
 
 float = float32  # noqa: A001 - PyKokkos: pk.float is 32-bit
@@ -44,7 +45,8 @@ e = 2.718281828459045
 
 @_user_facing
 def fence() -> None:
-    """Wait for all work, including kernels still pending in the trace."""
+    """Wait for all work, including kernels still pending in the trace. Nothing is copied back from a GPU (as in
+    PyKokkos): a View's results come back when the host reads it (kfuse/runtime/device.py)."""
     try:
         _engine.flush_all()  # raises the first failure of a delayed call not reported yet
     finally:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import context, spaces
+from . import context, spaces, views
 from .backends.debug import DEBUG
 from .errors import ArgumentError
 from .frontend.access import summarize
@@ -375,6 +375,8 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
             raise ArgumentError(f"workunit '{wu.__name__}': missing argument for parameter '{missing[0]}'") from None
         extra = [k for k in kwargs if k not in params]
         raise ArgumentError(f"workunit '{wu.__name__}' has no parameter '{extra[0]}'") from None
+    if views.zeroed and not (backend.name == "kokkos" and spaces.on_device(space.value)):
+        views.touched(values)  # runs elsewhere than the GPU: no longer known to be zeros (views.zeroed)
     sigs = [v.sig if type(v) is View else type(v) if type(v) in _PASS else _sig(v) for v in values]
     for binding in plan.bindings:
         if binding.sigs == sigs:

@@ -145,6 +145,12 @@ def put(setting: Setting, value) -> None:
     os.environ[setting.name] = str(value)
 
 
+def put_foreign_default(name: str, value: str) -> None:
+    """Set another library's environment variable ``name`` unless the user has (``python -m kfuse.bench --peers``
+    keeps JAX from taking most of the GPU's memory)."""
+    os.environ.setdefault(name, value)
+
+
 @contextlib.contextmanager
 def overridden(setting: Setting, value):
     """Run a block with ``setting`` at ``value`` (None: unchanged), then restore it."""

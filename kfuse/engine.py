@@ -69,9 +69,7 @@ class Runtime:
         if escaped or call.prepared.prints:
             counts["escaped_calls" if escaped else "printing_calls"] += 1
             self._run(self.trace.partition_for(None, False, (call,)))
-            self._raise_at_call(call)
-            for view in escaped:  # a GPU result reaches the host memory the program holds
-                self.backend.host_access(view, True)
+            self._raise_at_call(call)  # (a GPU launch keeps escaped memory current itself: runtime/device.py)
         elif len(self.trace.entries) >= config.MAX_TRACE.get():
             self.flush_all()
         return result
@@ -104,18 +102,32 @@ class Runtime:
         with guard.lock:
             if self._running:
                 return
-            if self.batch is not None:
-                self.run_batch(now=not self.trace.entries)
-            if self.trace.entries:
-                self._run(self.trace.partition_for(view.bounds, write))
-            if self.failures:
-                if overwrite:
-                    self.failures.clear(*view.bounds)
-                else:
-                    failure = self.failures.at(*view.bounds)
-                    if failure is not None:
-                        raise failure.deferred("this host access to a View")
-            self.backend.host_access(view, write)
+            self._settle(view, write, overwrite)
+            self.backend.host_access(view, write, overwrite)
+
+    def copy(self, dst, src) -> bool:
+        """``pk.deep_copy(dst, src)`` of two Views where their data lives (a GPU), once the pending work on
+        both has run: whether the backend did it (else the caller copies through the host barriers)."""
+        with guard.lock:
+            if self._running:
+                return False
+            self._settle(src, False)
+            self._settle(dst, True, True)
+            return self.backend.copy(dst, src)
+
+    def _settle(self, view, write: bool, overwrite: bool = False) -> None:
+        """Run the pending calls ``view``'s access depends on; raise if its contents were lost."""
+        if self.batch is not None:
+            self.run_batch(now=not self.trace.entries)
+        if self.trace.entries:
+            self._run(self.trace.partition_for(view.bounds, write))
+        if self.failures:
+            if overwrite:
+                self.failures.clear(*view.bounds)
+            else:
+                failure = self.failures.at(*view.bounds)
+                if failure is not None:
+                    raise failure.deferred("this host access to a View")
 
     def resolve(self, future: Future) -> None:
         """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
@@ -141,9 +153,6 @@ class Runtime:
         self._run(self.trace.partition_for(None, False, tuple(calls)), fuse=True)
         for call in calls:
             self._raise_at_call(call)
-        for call in calls:
-            for view in _escaped_views(call):  # a GPU result reaches the host memory the program holds
-                self.backend.host_access(view, True)
 
     def run_batch(self, now: bool = False) -> None:
         """Log the array operations recorded so far as kernel calls (before any other work, which may need them);
@@ -211,7 +220,7 @@ def disable_fusion() -> None:
     the first failure the program has not seen yet is raised here)."""
     try:
         flush_all()
-        context.current().backend.synchronize()  # like pk.fence(): host memory (and NumPy aliases of Views) is current afterwards
+        context.current().backend.synchronize()  # like pk.fence()
     finally:
         context.current().enabled = False
 

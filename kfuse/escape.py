@@ -22,7 +22,7 @@ kernels that only read it: the program cannot change it behind kfuse's back.
 
 Not seen (documented): memory reached through weak references resurrected later, ctypes pointers,
 another process, or a read-only array made writeable again while a kernel reading it is pending;
-``pk.fence()`` makes such memory current.
+``pk.fence()`` makes such memory current on the host spaces (on a GPU, a read through a View brings it back).
 """
 from __future__ import annotations
 

@@ -10,16 +10,58 @@ import enum
 import itertools
 import numbers
 import operator
+import weakref
 
 import numpy as np
 
 from . import context, escape
 from .escape import byte_bounds as _byte_bounds
 from .errors import public_error
-from .spaces import MemorySpace
+from .spaces import MemorySpace, on_device
 from .types import DType, dtype_of, element_dtype
 
 _uids = itertools.count(1)
+#: The memory of ``pk.View(...)``s made while the default space is a GPU's, still all zeros on the host: a GPU's
+#: copy of it is zeroed there, not copied over (runtime/device.py). A host write (the barrier, device.host_access)
+#: or a call that runs elsewhere than the GPU (calls.bind, ``touched``) drops it. id -> weak reference to the
+#: array, in a plain dict (calls.bind tests it at every call: a WeakValueDictionary's truth costs 0.17 us).
+zeroed: dict = {}
+
+
+def _zeroed(array: np.ndarray) -> None:
+    def gone(ref, key=id(array)):
+        if zeroed.get(key) is ref:
+            del zeroed[key]
+    zeroed[id(array)] = weakref.ref(array, gone)
+
+
+def take_zeroed(root: np.ndarray) -> bool:
+    """Whether ``root``'s memory was still all zeros; it is not known to be from now on (its caller writes it)."""
+    ref = zeroed.get(id(root))
+    if ref is None or ref() is not root:
+        return False
+    del zeroed[id(root)]
+    return True
+
+
+def memory_owner(array: np.ndarray) -> np.ndarray:
+    """The array owning ``array``'s memory, through NumPy's base chain and kfuse's own aliases (kfuse/escape.py)."""
+    while True:
+        base = array.base
+        if isinstance(base, np.ndarray):
+            array = base
+        elif isinstance(base, escape.Alias):
+            array = base.target
+        else:
+            return array
+
+
+def touched(values) -> None:
+    """The Views among ``values`` are used by a call that does not run on the GPU: their memory may change on the
+    host, so it is no longer known to be zeros."""
+    for v in values:
+        if isinstance(v, View) and v._array is not None:
+            take_zeroed(memory_owner(v._array))
 
 
 def host_barrier(view: "View", write: bool, overwrite: bool = False) -> None:
@@ -148,7 +190,11 @@ class View:
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
                  _array: np.ndarray | None = None):
         self.trait = _trait(trait, "pk.View")
-        self._take(_array if _array is not None else _allocate(shape, dtype, space, layout))
+        if _array is None:
+            _array = _allocate(shape, dtype, space, layout)
+            if on_device(context.current().default_space.value):
+                _zeroed(_array)
+        self._take(_array)
 
     def _take(self, array: np.ndarray) -> None:
         """Make ``array`` this View's memory, with the fields derived from it (``pk.View``, ``resize``)."""
@@ -390,7 +436,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None) -> View:
 
 def deep_copy(dst: View, src) -> None:
     """``pk.deep_copy(dst, src)`` (Kokkos): every element of ``dst`` from the View or array ``src`` of the same
-    shape (converted to dst's dtype), or set to the scalar ``src``. Pending kernels on either run first."""
+    shape (converted to dst's dtype), or set to the scalar ``src``. Pending kernels on either run first. Two
+    Views whose data is on a GPU are copied there, without a round trip through the host."""
     if not isinstance(dst, View):
         raise TypeError(f"pk.deep_copy: the destination must be a pk.View, got {type(dst).__name__}")
     if isinstance(src, (numbers.Number, np.generic)):
@@ -408,18 +455,39 @@ def _copy_into(dst: View, src, what: str) -> None:
         raise ValueError(f"{what} the source's shape {tuple(src.shape)} differs from the destination's "
                          f"{tuple(dst.shape)}")
     if isinstance(src, View):
+        try:
+            if context.current().copy(dst, src):
+                return
+        except Exception as exc:
+            raise public_error(exc)
         host_barrier(src, False)
         src = src._array
     host_barrier(dst, True, True)
     np.copyto(dst._array, src, casting="unsafe")
 
 
-def create_mirror_view(view: View) -> View:
-    """``pk.create_mirror_view(v)`` (Kokkos): a host View of ``v``'s data. Every View is host memory here, so
-    this is ``v`` itself, as in Kokkos for a View already on the host: writes through one are seen by the other."""
+def _check_view(view, what: str) -> None:
     if not isinstance(view, View):
-        raise TypeError(f"pk.create_mirror_view expects a pk.View, got {type(view).__name__}")
+        raise TypeError(f"{what} expects a pk.View, got {type(view).__name__}")
+
+
+def create_mirror_view(view: View, copy: bool = False) -> View:
+    """``pk.create_mirror_view(v)`` (Kokkos, pykokkos-base): a host View of ``v``'s data. A View is readable on
+    the host here (its barrier fetches GPU results), so this is ``v`` itself, as Kokkos gives for a View already
+    host-accessible: writes through one are seen by the other, and ``copy`` has nothing to do."""
+    _check_view(view, "pk.create_mirror_view")
     return view
+
+
+def create_mirror(view: View, copy: bool = False) -> View:
+    """``pk.create_mirror(v, copy=False)`` (Kokkos, pykokkos-base): always a new host View of ``v``'s shape,
+    dtype and layout (LayoutLeft stays column-major; any other is row-major), zero-filled as Kokkos
+    value-initialises it, or holding ``v``'s values with ``copy=True``."""
+    _check_view(view, "pk.create_mirror")
+    mirror = View(view.shape, view.dtype, layout=Layout.LayoutLeft if view.layout is Layout.LayoutLeft else None)
+    if copy:
+        deep_copy(mirror, view)
+    return mirror
 
 
 class NumpyArgument(View):

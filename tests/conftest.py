@@ -4,6 +4,7 @@ A test marked ``@pytest.mark.backend("python")`` (or a module with ``pytestmark 
 runs its kernels on that backend: "python" interprets the kernel AST (no C++ compiler; kfuse/backends/python.py),
 "null" runs nothing and records launches (schedule tests), "kokkos" (the default) compiles C++.
 """
+import contextlib
 import os
 from pathlib import Path
 
@@ -67,23 +68,91 @@ def fresh_stats():
     return pk
 
 
+class FakeCuda:
+    """The CUDA calls of kfuse/runtime/device.py on host memory: "device" buffers are NumPy byte arrays kfuse
+    cannot see, and every copy is recorded by direction (byte counts in ``to_device``, ``to_host``,
+    ``on_device``; buffers set to zero there in ``zeroed``)."""
+
+    def __init__(self):
+        self.buffers: dict = {}  # address -> the bytes behind it
+        self.to_device, self.to_host, self.on_device, self.zeroed = [], [], [], []
+
+    def kfuse_device_malloc(self, nbytes):
+        import numpy as np
+
+        buffer = np.full(nbytes, 0xAB, np.uint8)  # garbage, as cudaMalloc gives
+        address = buffer.__array_interface__["data"][0]
+        self.buffers[address] = buffer
+        return address
+
+    def kfuse_device_free(self, pointer):
+        self.buffers.pop(pointer.value, None)
+
+    def _copy(self, log, dst, src, nbytes):
+        import ctypes
+
+        ctypes.memmove(dst, src, nbytes)
+        log.append(nbytes)
+        return 0
+
+    def kfuse_copy_to_device(self, dst, src, nbytes):
+        return self._copy(self.to_device, dst, src, nbytes)
+
+    def kfuse_copy_to_host(self, dst, src, nbytes):
+        return self._copy(self.to_host, dst, src, nbytes)
+
+    def kfuse_copy_on_device(self, dst, src, nbytes):
+        return self._copy(self.on_device, dst, src, nbytes)
+
+    def kfuse_device_zero(self, pointer, nbytes):
+        import ctypes
+
+        ctypes.memset(pointer, 0, nbytes)
+        self.zeroed.append(nbytes)
+        return 0
+
+
 @pytest.fixture
 def fake_cuda(monkeypatch):
-    """A stand-in for the CUDA library behind kfuse/runtime/device.py: no device, host-to-device copies recorded
-    (the list returned). Kernels run on the host (default space OpenMP); only the mirror bookkeeping is exercised."""
+    """A stand-in for the CUDA library behind kfuse/runtime/device.py (a ``FakeCuda``): no device, copies
+    recorded. Kernels run on the host (default space OpenMP); only the mirror bookkeeping is exercised, unless
+    the test also takes ``fake_gpu``."""
     import kfuse as pk
     from kfuse.runtime import device
 
-    copies = []
-
-    class FakeCuda:
-        def kfuse_device_malloc(self, nbytes):
-            return 1 << 40
-
-        def kfuse_copy_to_device(self, dst, src, nbytes):
-            copies.append(nbytes)
-
-    monkeypatch.setattr(device, "_lib", lambda: FakeCuda())
+    cuda = FakeCuda()
+    monkeypatch.setattr(device, "_lib", lambda: cuda)
     monkeypatch.setattr(device, "_mirrors", {})
     pk.set_default_space(pk.OpenMP)
-    return copies
+    return cuda
+
+
+_STAND_IN_GPU_BACKEND = []  # the one Kokkos backend instance of every stand_in_gpu block (made at first use)
+
+
+@contextlib.contextmanager
+def stand_in_gpu():
+    """A block where compiled kernels launch as GPU kernels do (device pointers, copies before and after), running
+    on the host over ``fake_cuda``'s "device" buffers: whole programs move data as on a GPU. Its runtime has its
+    own Kokkos backend instance, so its kernels (which keep the launch path they were loaded with) are never the
+    ones other tests launch. Needs ``fake_cuda``."""
+    import types
+
+    from kfuse import context, engine, spaces
+    from kfuse.backends.kokkos import KokkosBackend
+    from kfuse.runtime import launch
+
+    if not _STAND_IN_GPU_BACKEND:
+        _STAND_IN_GPU_BACKEND.append(KokkosBackend())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(launch, "spaces", types.SimpleNamespace(on_device=lambda space: True))
+        with context.installed(engine.Runtime(backend=_STAND_IN_GPU_BACKEND[0])) as runtime:
+            runtime.default_space = spaces.ExecutionSpace.OpenMP
+            yield runtime
+
+
+@pytest.fixture
+def fake_gpu(fake_cuda):
+    """The test runs in a ``stand_in_gpu`` block; returns ``fake_cuda``'s recorder."""
+    with stand_in_gpu():
+        yield fake_cuda

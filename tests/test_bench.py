@@ -5,6 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 GROUP_FIELDS = ("name", "kernels", "unfused_ms", "fused_uo_ms", "fused_o_ms", "speedup_uo", "speedup_o")
 SUBJECT_FIELDS = ("eager_s", "trace_s", "fused_uo_s", "fused_s", "trace_overhead_pct", "analysis_ms", "groups")
@@ -63,3 +66,57 @@ def test_demo_validates_and_exits_zero():
     lines = [ln for ln in proc.stdout.splitlines() if ln.rstrip().endswith(("PASS", "FAIL"))]
     assert len(lines) == 3 and all(ln.rstrip().endswith("PASS") for ln in lines), proc.stdout
     assert "add + mul" in proc.stdout and "fused 2 calls" in proc.stdout
+
+
+def test_peers_bench_on_the_host_writes_every_workload_against_numpy(tmp_path):
+    out_json = tmp_path / "peers.json"
+    proc = _run("-m", "kfuse.bench", "--peers", "--smoke", "--space", "OpenMP", "--subjects", "nstream,gaussian",
+                "--json", str(out_json))
+    data = json.loads(out_json.read_text())
+    assert data["card"] == "cpu" and data["space"] == "OpenMP" and data["peers"] == ["numpy"]
+    assert list(data["workloads"]) == ["nstream", "gaussian"]
+    assert data["checks"] == {"nstream": "PASS", "gaussian": "PASS"}
+    for row in data["workloads"].values():
+        assert set(row) == {"kfuse_fused_ms", "kfuse_eager_ms", "numpy_ms"} and all(v > 0 for v in row.values())
+    assert "| nstream |" in proc.stdout
+
+
+def test_peers_are_found_or_reported_missing_and_wrong_results_are_caught(monkeypatch):
+    from kfuse.bench import peers
+
+    (numpy_peer,), missing = peers.find_peers(on_gpu=False)
+    assert numpy_peer.name == "numpy" and missing == {}
+    found, missing = peers.find_peers(on_gpu=True)
+    assert {p.name for p in found} | set(missing) == {"cupy", "torch_compile", "jax"}
+    assert all(why for why in missing.values())  # e.g. "ModuleNotFoundError: No module named 'cupy'"
+    assert peers.check(lambda: (np.ones(3), 2.0), (np.ones(3), 2.0)) == "PASS"
+    assert peers.check(lambda: (np.ones(3), 2.0), (np.ones(3), 2.5)).startswith("output 1 differs")
+    for gpu, name in (("NVIDIA H100 80GB HBM3; release 13.0", "h100"), ("NVIDIA H200", "h200"),
+                      ("NVIDIA GeForce RTX 4090", "gpu")):
+        monkeypatch.setattr(peers.report, "machine", lambda gpu=gpu: {"gpu": gpu})
+        assert peers.card() == name
+
+
+def test_peer_array_code_equals_numpy_for_every_workload():
+    """The peers' version of each workload, run with NumPy as ``xp``, against the repository's NumPy references."""
+    from kfuse.bench import numpy_refs, peers, subjects
+
+    rng = np.random.default_rng(1)
+    A, B, C = rng.random(64), rng.random(64), rng.random(64)
+    want = A.copy()
+    for _ in range(peers.ITERATIONS):
+        want += B + 3.0 * C
+    np.testing.assert_allclose(peers.nstream_xp(np, A, B, C), want, rtol=1e-14)
+    x, mu, var = rng.random(64), rng.random(64), rng.uniform(0.5, 2, 64)
+    assert peers.gaussian_xp(np, x, mu, var) == pytest.approx(
+        np.sum(-0.5 * np.log(2 * np.pi * var) - (x - mu) ** 2 / (2 * var)), rel=1e-14)
+    a, *rest = peers.babelstream_xp(np, A, B, C)
+    assert len(rest[-1]) == peers.BABEL_ITERATIONS
+    M = rng.random((8, 8))
+    for got, ref in zip(peers.mvt_xp(np, M, A[:8], B[:8], C[:8], x[:8]), numpy_refs.mvt(M, A[:8], B[:8], C[:8], x[:8])):
+        np.testing.assert_array_equal(got, ref)
+    nb = subjects.import_example("examples.gaussian_nb_array", "numpy_fit_predict")
+    X, y = subjects.import_example("examples.gaussian_nb", "make_data").make_data(300, 4, 3)
+    ref = nb.numpy_fit_predict(X[:200], y[:200], X[200:])
+    got = peers.gaussian_nb_xp(np, X[200:], ref["theta"], ref["var"], np.log(ref["class_prior"]))
+    np.testing.assert_array_equal(got, np.argmax(ref["jll"], axis=1))

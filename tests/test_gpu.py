@@ -61,3 +61,16 @@ def test_fence_makes_numpy_aliases_of_views_current():
     pk.parallel_for(CUDA_RANGE(N), axpy, a=3.0, x=x, y=y)
     pk.fence()
     np.testing.assert_array_equal(alias, np.full(N, 3.0))
+
+
+def test_fence_leaves_results_on_the_gpu_and_deep_copy_stays_there():
+    x, y, z = pk.View(N), pk.View(N), pk.View(N)
+    x[:] = np.arange(N)
+    pk.parallel_for(CUDA_RANGE(N), axpy, a=2.0, x=x, y=y)
+    pk.parallel_for(CUDA_RANGE(N), axpy, a=0.0, x=x, y=z)
+    pk.fence()
+    mirror = lambda v: device._mirrors[v._array.__array_interface__["data"][0]]  # noqa: E731
+    assert mirror(y).state == device.DEVICE  # fence copied nothing back
+    pk.deep_copy(z, y)  # device to device
+    assert mirror(z).state == device.DEVICE and mirror(y).state == device.DEVICE
+    np.testing.assert_array_equal(np.asarray(z), 2.0 * np.arange(N))

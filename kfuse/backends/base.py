@@ -73,11 +73,16 @@ class Backend:
     def enter_thread(self) -> None:
         """Prepare the calling thread to launch kernels (called with ``guard.lock`` held, before launches)."""
 
-    def host_access(self, view, write: bool) -> None:
-        """The host is about to read (or write) ``view``: bring back a newer copy the backend holds elsewhere."""
+    def host_access(self, view, write: bool, overwrite: bool = False) -> None:
+        """The host is about to read (or write, or ``overwrite`` entirely) ``view``: bring back a newer copy the
+        backend holds elsewhere."""
+
+    def copy(self, dst, src) -> bool:
+        """``pk.deep_copy(dst, src)`` of two Views where the backend holds their data; False: the host copies."""
+        return False
 
     def synchronize(self) -> None:
-        """Wait for all launched work and make every View's host memory current (``pk.fence()``)."""
+        """Wait for all launched work (``pk.fence()``); Views come back to the host when the host reads them."""
 
     def check_space(self, space: str, workunit: str) -> None:
         """Raise ArgumentError if kernels cannot run in ``space`` (``spaces.ExecutionSpace`` value)."""

@@ -29,6 +29,7 @@ from ..errors import KernelIndexError, KernelScratchError, KernelZeroDivisionErr
 from ..frontend.normalize import math_function, shadowed_math
 from ..frontend.workunit import Function, compiled
 from ..policies import MDRangePolicy, PerTeam, PerThread, RangePolicy, TeamPolicy, TeamThreadMDRange
+from ..runtime import device
 from ..types import _ScratchAnnotation
 from .base import Backend, Kernel, Lowered
 
@@ -279,6 +280,7 @@ class DebugKernel(Kernel):
 
     def launch(self, bounds: tuple, args: tuple) -> tuple:
         call = SimpleNamespace(prepared=self._prepared, policy=_policy(self._prepared.spec, bounds))
+        device.host_launch(args, [True] * len(args))  # a View a GPU kernel wrote comes back first
         start = time.perf_counter()
         results = run_debug(call, args)
         self._seconds = time.perf_counter() - start

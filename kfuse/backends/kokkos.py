@@ -54,12 +54,14 @@ class KokkosBackend(Backend):
                                 "('python -m kfuse.kokkos install --cuda ...' for Cuda; 'python -m kfuse.kokkos "
                                 "status' lists what kfuse sees) or set KFUSE_KOKKOS_ROOT")
 
-    def host_access(self, view, write: bool) -> None:
-        device.host_access(view, write)
+    def host_access(self, view, write: bool, overwrite: bool = False) -> None:
+        device.host_access(view, write, overwrite)
+
+    def copy(self, dst, src) -> bool:
+        return device.copy(dst, src)
 
     def synchronize(self) -> None:
         kokkos_runtime.fence()
-        device.sync_all()
 
     def translate(self, source, spec, name):
         return generate(source, spec, name)

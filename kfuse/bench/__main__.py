@@ -1,5 +1,5 @@
 """``python -m kfuse.bench [--subjects a,b] [--size small|medium|large] [--repeat N] [--json F] [--plot F.png]
-[--smoke]``: Markdown on stdout, progress on stderr."""
+[--smoke] [--space S] [--peers]``: Markdown on stdout, progress on stderr (``--peers``: kfuse/bench/peers.py)."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,7 @@ import time
 
 from .. import config
 from ..spaces import ExecutionSpace, get_default_space, set_default_space
-from . import measure, report, subjects
+from . import measure, peers, report, subjects
 from .paper import TABLE5_CPU
 
 
@@ -24,10 +24,16 @@ def main(argv=None) -> int:
                         help="subject timed cold vs warm cache in fresh processes ('none' to skip)")
     parser.add_argument("--space", choices=("OpenMP", "Serial", "Cuda", "HIP"), default=None,
                         help="execution space of every kernel (default: KFUSE_DEFAULT_SPACE, else OpenMP)")
+    parser.add_argument("--peers", action="store_true",
+                        help="time the peer workloads in kfuse and in CuPy / torch.compile / JAX (GPU) or NumPy "
+                             "(host); writes bench_results/gpu_<card>_peers.json (cpu_peers.json), or --json")
     args = parser.parse_args(argv)
     if args.space:  # the environment too, so the cold/warm compile subprocesses use the same space
         config.put(config.DEFAULT_SPACE, args.space)
         set_default_space(ExecutionSpace[args.space])
+    if args.peers:
+        names = None if args.subjects == parser.get_default("subjects") else args.subjects.split(",")
+        return peers.main(1 if args.smoke else args.repeat, args.smoke, args.json, names)
     size, repeat = ("smoke", 1) if args.smoke else (args.size, args.repeat)
     names = [n.strip() for n in args.subjects.split(",") if n.strip()]
     data = {"machine": {**report.machine(), "space": get_default_space().value}, "size": size, "repeat": repeat, "subjects": {}, "skipped": {},

@@ -6,13 +6,19 @@ Views sharing a buffer share one mirror and keep their offsets and strides), and
 After that, data moves only at barriers:
 - before a GPU launch, a mirror whose host side changed is copied to the device;
 - a GPU kernel that writes a View marks its mirror "device newer";
-- a host access to the View (the View's barrier, after the tracer has run pending work) copies a
-  "device newer" mirror back, and a host write marks the mirror "host newer".
-Plain NumPy arrays passed straight to a GPU kernel have no barrier of their own, so they are copied in
-before and out after every launch. No unified memory is used.
+- a host access to the View (the View's barrier, after the tracer has run pending work) copies that View's
+  "device newer" mirror back, and a host write marks the mirror "host newer". Nothing else is copied back:
+  ``pk.fence()`` only waits (PyKokkos semantics), and results stay on the GPU until something reads them.
+Memory the program reaches without a barrier -- plain NumPy arrays passed straight to a GPU kernel, and
+escaped memory (kfuse/escape.py: NumPy aliases of a View the program holds) -- is copied in before and out
+after every launch that uses it, so it is never "device newer" when control returns to the program.
+``pk.deep_copy`` between two Views that both have device copies copies on the device (``copy``).
+No unified memory is used.
 The result of an array operation is allocated on the host with undefined contents (``np.empty``: address
 space, no pages) and first written by its GPU kernel; it is registered as ``undefined``, so its mirror starts
 as "both sides agree" and nothing is copied to the device before that write (a host write first clears it).
+A ``pk.View`` made while the default space is a GPU's is zeros nobody has changed yet (``views.zeroed``): its
+device copy is zeroed on the device instead of copied over.
 """
 from __future__ import annotations
 
@@ -22,7 +28,9 @@ import weakref
 import numpy as np
 
 from .. import escape
-from ..views import DeviceView, NumpyArgument
+from ..errors import LaunchError
+from .. import views
+from ..views import DeviceView, NumpyArgument, View, memory_owner, overlaps
 
 HOST, DEVICE, BOTH = "host", "device", "both"
 
@@ -44,20 +52,8 @@ _undefined: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id 
 def undefined(array: np.ndarray) -> None:
     """``array``'s memory (a new allocation, or a slab kfuse/buffers.py hands out again) holds no values yet;
     its first writer is a GPU kernel (kfuse/ops). Mirrors are per memory owner, so the owner is registered."""
-    root = _root(array)
+    root = memory_owner(array)
     _undefined[id(root)] = root
-
-
-def _root(array: np.ndarray) -> np.ndarray:
-    """The array owning the memory, through NumPy's base chain and kfuse's own aliases (kfuse/escape.py)."""
-    while True:
-        base = array.base
-        if isinstance(base, np.ndarray):
-            array = base
-        elif isinstance(base, escape.Alias):
-            array = base.target
-        else:
-            return array
 
 
 def _lib():
@@ -66,8 +62,15 @@ def _lib():
     return ensure_initialized()
 
 
+def _copy(name: str, dst: int, src: int, nbytes: int) -> None:
+    """One copy through the runtime library (it fences first); a failed one must not pass as data."""
+    rc = getattr(_lib(), name)(ctypes.c_void_p(dst), ctypes.c_void_p(src), nbytes)
+    if rc:
+        raise LaunchError(f"kfuse: {name} of {nbytes} bytes failed (CUDA/HIP error {rc})")
+
+
 def _mirror_for(view) -> Mirror:
-    root = _root(view._array)
+    root = memory_owner(view._array)
     address = root.__array_interface__["data"][0]
     mirror = _mirrors.get(address)
     if mirror is None:
@@ -87,7 +90,7 @@ def _release(address: int, device_ptr: int) -> None:
     from . import kokkos_runtime
 
     if mirror is not None and kokkos_runtime.is_running():
-        kokkos_runtime.library().kfuse_device_free(ctypes.c_void_p(device_ptr))
+        _lib().kfuse_device_free(ctypes.c_void_p(device_ptr))
 
 
 def forget(root: np.ndarray) -> None:
@@ -110,66 +113,122 @@ def device_pointer(view, writes: bool) -> int:
     if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
         return view.ptr
     mirror = _mirror_for(view)
-    if mirror.state == HOST and _undefined:
-        root = _root(view._array)
+    if mirror.state == HOST and (_undefined or views.zeroed):
+        root = memory_owner(view._array)
         if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
             del _undefined[id(root)]
             mirror.state = BOTH
+        elif views.take_zeroed(root):  # a new pk.View: zeros, set there instead of copied over
+            rc = _lib().kfuse_device_zero(ctypes.c_void_p(mirror.device_ptr), mirror.nbytes)
+            if rc:
+                raise LaunchError(f"kfuse: kfuse_device_zero of {mirror.nbytes} bytes failed (CUDA/HIP error {rc})")
+            mirror.state = BOTH
     if mirror.state == HOST:
-        _lib().kfuse_copy_to_device(ctypes.c_void_p(mirror.device_ptr), ctypes.c_void_p(mirror.host_ptr),
-                                    mirror.nbytes)
+        _copy("kfuse_copy_to_device", mirror.device_ptr, mirror.host_ptr, mirror.nbytes)
         mirror.state = BOTH
     if writes:
         mirror.state = DEVICE
     return mirror.device_ptr + (view.ptr - mirror.host_ptr)
 
 
-def before_launch(args) -> None:
-    """NumPy arrays passed straight to a kernel may have changed on the host since the last launch."""
-    for a in args:
-        if isinstance(a, NumpyArgument):
+def _reachable(view, writes) -> bool:
+    """Whether the program can reach ``view``'s memory without a barrier while a kernel ``writes`` (or reads)
+    it: a NumPy array passed straight in, or escaped memory (never a GPU array the caller owns)."""
+    if type(view) is NumpyArgument:
+        return True
+    return view._array is not None and escape.live() and view.escaped(bool(writes))
+
+
+def before_launch(args, writes) -> None:
+    """Memory the program reaches directly may have changed on the host since the last launch: its host
+    side is taken as current (after fetching what an earlier GPU kernel left on the device)."""
+    for a, w in zip(args, writes):
+        if isinstance(a, View) and _reachable(a, w):
             mirror = _mirror_for(a)
             if mirror.state == DEVICE:
                 copy_back(a)
             mirror.state = HOST
 
 
-def after_launch(args, writes) -> None:
-    """Bring results for NumPy arrays passed straight to the kernel back at once (no barrier will)."""
+def host_launch(args, writes) -> None:
+    """A host kernel (OpenMP, Serial, Debug) is about to use ``args``: as for any host access, device-newer data
+    comes back first, and what it may write makes the device copy stale."""
+    if not _mirrors:
+        return
     for a, w in zip(args, writes):
-        if w and isinstance(a, NumpyArgument):
+        if isinstance(a, View) and a._array is not None:
+            host_access(a, bool(w))
+
+
+def after_launch(args, writes) -> None:
+    """Bring results in memory the program reaches directly back at once (no barrier will)."""
+    for a, w in zip(args, writes):
+        if w and isinstance(a, View) and _reachable(a, w):
             copy_back(a)
 
 
 def copy_back(view) -> None:
-    mirror = _mirrors.get(_root(view._array).__array_interface__["data"][0])
+    mirror = _existing(view)
     if mirror is not None and mirror.state == DEVICE:
-        _lib().kfuse_copy_to_host(ctypes.c_void_p(mirror.host_ptr), ctypes.c_void_p(mirror.device_ptr),
-                                  mirror.nbytes)
+        _copy("kfuse_copy_to_host", mirror.host_ptr, mirror.device_ptr, mirror.nbytes)
         mirror.state = BOTH
 
 
 def sync_all() -> None:
-    """Copy every device-newer mirror back (``pk.fence()``): NumPy arrays aliasing Views are then current."""
+    """Copy every device-newer mirror back, at exit only: a View read after Kokkos is finalised (a destructor
+    during interpreter teardown) finds its host memory current. ``pk.fence()`` copies nothing."""
     for mirror in _mirrors.values():
         if mirror.state == DEVICE:
-            _lib().kfuse_copy_to_host(ctypes.c_void_p(mirror.host_ptr), ctypes.c_void_p(mirror.device_ptr),
-                                      mirror.nbytes)
+            _copy("kfuse_copy_to_host", mirror.host_ptr, mirror.device_ptr, mirror.nbytes)
             mirror.state = BOTH
 
 
-def host_access(view, write: bool) -> None:
-    """Barrier for host access: fetch device-newer data; a host write makes the device copy stale."""
+def _covers(view, mirror: Mirror) -> bool:
+    """Whether ``view`` is every byte of its mirror (so overwriting it needs none of the old contents)."""
+    array = view._array
+    return array.nbytes == mirror.nbytes and (array.flags.c_contiguous or array.flags.f_contiguous)
+
+
+def copy(dst, src) -> bool:
+    """``pk.deep_copy(dst, src)`` on the GPU, where both Views already have device copies and ``src``'s is
+    current: no round trip through the host. One device memcpy, so only for the same dtype, both C-contiguous,
+    no shared bytes, and ``dst`` not escaped (the program's NumPy alias of it would go stale). False: the
+    caller copies on the host."""
+    if (not _mirrors or dst._array is None or src._array is None or dst.dtype is not src.dtype
+            or dst.storage != "right" or src.storage != "right" or overlaps(dst, src) or _reachable(dst, True)):
+        return False
+    source, target = _existing(src), _existing(dst)
+    if source is None or target is None or source.state == HOST:
+        return False
+    if _covers(dst, target):  # nothing of the old contents survives: no host-to-device copy first
+        host_access(dst, True, True)  # (also: no longer undefined)
+        target.state = BOTH
+    src_ptr = device_pointer(src, writes=False)
+    dst_ptr = device_pointer(dst, writes=True)
+    if dst._array.nbytes:
+        _copy("kfuse_copy_on_device", dst_ptr, src_ptr, dst._array.nbytes)
+    return True
+
+
+def _existing(view) -> Mirror | None:
+    return _mirrors.get(memory_owner(view._array).__array_interface__["data"][0])
+
+
+def host_access(view, write: bool, overwrite: bool = False) -> None:
+    """Barrier for host access: fetch device-newer data (not when the host ``overwrite``s every byte of the
+    mirror); a host write makes the device copy stale."""
     if view._array is None:  # GPU memory the caller owns
         return
-    if write and _undefined:
-        _undefined.pop(id(_root(view._array)), None)
+    if write and (_undefined or views.zeroed):
+        root = memory_owner(view._array)
+        _undefined.pop(id(root), None)
+        views.take_zeroed(root)
     if not _mirrors:  # nothing mirrored
         return
-    mirror = _mirrors.get(_root(view._array).__array_interface__["data"][0])
+    mirror = _existing(view)
     if mirror is None:
         return
-    if mirror.state == DEVICE:
+    if mirror.state == DEVICE and not (overwrite and _covers(view, mirror)):
         copy_back(view)
     if write:
         mirror.state = HOST

@@ -60,6 +60,9 @@ extern "C" int kfuse_copy_to_device(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice); }
 extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost); }
+extern "C" int kfuse_copy_on_device(void* dst, const void* src, size_t n) {
+  Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice); }
+extern "C" int kfuse_device_zero(void* p, size_t n) { Kokkos::fence(); return cudaMemset(p, 0, n); }
 #elif defined(KOKKOS_ENABLE_HIP)  // generated, not tested here (no AMD GPU)
 extern "C" void* kfuse_device_malloc(size_t n) { void* p = nullptr; return hipMalloc(&p, n) == hipSuccess ? p : nullptr; }
 extern "C" void kfuse_device_free(void* p) { (void)hipFree(p); }
@@ -67,11 +70,16 @@ extern "C" int kfuse_copy_to_device(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyHostToDevice); }
 extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyDeviceToHost); }
+extern "C" int kfuse_copy_on_device(void* dst, const void* src, size_t n) {
+  Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyDeviceToDevice); }
+extern "C" int kfuse_device_zero(void* p, size_t n) { Kokkos::fence(); return hipMemset(p, 0, n); }
 #else
 extern "C" void* kfuse_device_malloc(size_t) { return nullptr; }
 extern "C" void kfuse_device_free(void*) {}
 extern "C" int kfuse_copy_to_device(void*, const void*, size_t) { return 1; }
 extern "C" int kfuse_copy_to_host(void*, const void*, size_t) { return 1; }
+extern "C" int kfuse_copy_on_device(void*, const void*, size_t) { return 1; }
+extern "C" int kfuse_device_zero(void*, size_t) { return 1; }
 #endif
 """
 
@@ -119,7 +127,8 @@ def ensure_initialized() -> ctypes.CDLL:
     lib.kfuse_device_malloc.argtypes = [ctypes.c_size_t]
     lib.kfuse_device_malloc.restype = ctypes.c_void_p
     lib.kfuse_device_free.argtypes = [ctypes.c_void_p]
-    for name in ("kfuse_copy_to_device", "kfuse_copy_to_host"):
+    lib.kfuse_device_zero.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    for name in ("kfuse_copy_to_device", "kfuse_copy_to_host", "kfuse_copy_on_device"):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     lib.kfuse_initialize(config.NUM_THREADS.get())
     guard.mark_started()

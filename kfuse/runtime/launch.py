@@ -98,7 +98,9 @@ class CompiledKernel:
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
         self.recent = True
         if self.on_device:
-            device.before_launch(args)
+            device.before_launch(args, self._writes)
+        else:
+            device.host_launch(args, self._writes)
         rc = self._fn(self.pack(bounds, args), self._out, _err, _errlen)
         if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")

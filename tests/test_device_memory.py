@@ -1,0 +1,251 @@
+"""GPU-resident data (kfuse/runtime/device.py) with PyKokkos semantics, run on a stand-in GPU (conftest
+``stand_in_gpu``, the ``fake_gpu`` fixture: compiled kernels launch with device pointers into host buffers kfuse cannot see, and every copy
+is counted): ``pk.fence()`` copies nothing back, a host read copies back the View read, memory the program
+reaches without a barrier stays current, ``pk.deep_copy`` between device Views stays on the device. Results
+are checked against NumPy, and random programs of kfuse.check against their eager run on the host."""
+import numpy as np
+import pytest
+
+import kfuse as pk
+
+N = 1000
+BYTES = N * 8
+
+
+@pk.workunit
+def dm_scale(i, a: float, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = a * x[i]
+
+
+@pk.workunit
+def dm_add_one(i, y: pk.View1D[pk.double]):
+    y[i] = y[i] + 1.0
+
+
+@pk.workunit
+def dm_sum(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
+    acc += x[i]
+
+
+@pytest.fixture(params=["eager", "fused"])
+def mode(request):
+    if request.param == "fused":
+        pk.enable_fusion()
+    return request.param
+
+
+def inputs():
+    x = pk.View([N])
+    x[:] = np.arange(N, dtype=np.float64)
+    return x
+
+
+def test_fence_waits_without_copying_views_back(fake_gpu, mode):
+    x, y, z = inputs(), pk.View([N]), pk.View([N])
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+    pk.parallel_for(N, dm_scale, a=3.0, x=x, y=z)
+    pk.fence()
+    assert fake_gpu.to_host == []  # results stay on the GPU
+    assert fake_gpu.to_device == [BYTES] * 3  # each went over once (a kernel need not write every element)
+
+
+def test_a_host_read_copies_back_only_the_view_read(fake_gpu, mode):
+    x, y, z = inputs(), pk.View([N]), pk.View([N])
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+    pk.parallel_for(N, dm_scale, a=3.0, x=x, y=z)
+    pk.fence()
+    np.testing.assert_array_equal(np.asarray(y), 2.0 * np.arange(N))
+    assert fake_gpu.to_host == [BYTES]  # y alone, not z
+    assert y[5] == 10.0 and fake_gpu.to_host == [BYTES]  # current on the host now: no second copy
+    np.testing.assert_array_equal(z.copy(), 3.0 * np.arange(N))
+    assert fake_gpu.to_host == [BYTES, BYTES]
+
+
+def test_a_reduction_needs_no_copy_back(fake_gpu, mode):
+    x = inputs()
+    assert float(pk.parallel_reduce(N, dm_sum, x=x)) == np.arange(N).sum()
+    assert fake_gpu.to_host == []
+
+
+def test_an_escaped_alias_is_current_after_every_launch(fake_gpu, mode):
+    """The program's NumPy alias of a View has no barrier: the launches keep it current, in and out."""
+    y = pk.View([N])
+    alias = np.asarray(y)  # escaped while the program holds it
+    pk.parallel_for(N, dm_add_one, y=y)
+    np.testing.assert_array_equal(alias, np.ones(N))  # no fence, no View access in between
+    alias[:10] = 100.0  # written behind kfuse's back: the next launch must see it
+    pk.parallel_for(N, dm_add_one, y=y)
+    expected = np.full(N, 2.0)
+    expected[:10] = 101.0
+    np.testing.assert_array_equal(alias, expected)
+    pk.fence()
+    np.testing.assert_array_equal(np.asarray(y), expected)
+
+
+def test_a_user_array_the_program_keeps_is_current(fake_gpu, mode):
+    base = np.zeros(N)
+    y = pk.array(base)  # escaped: the program still holds `base`
+    pk.parallel_for(N, dm_add_one, y=y)
+    np.testing.assert_array_equal(base, np.ones(N))
+    base[:] = 5.0
+    pk.parallel_for(N, dm_add_one, y=y)
+    np.testing.assert_array_equal(base, np.full(N, 6.0))
+
+
+def test_deep_copy_between_device_views_stays_on_the_device(fake_gpu, mode):
+    x, y, z = inputs(), pk.View([N]), pk.View([N])
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+    pk.parallel_for(N, dm_scale, a=0.0, x=x, y=z)  # z has a device copy
+    pk.deep_copy(z, y)
+    assert fake_gpu.on_device == [BYTES] and fake_gpu.to_host == []
+    pk.parallel_for(N, dm_add_one, y=z)  # the copy is what the next kernel reads
+    np.testing.assert_array_equal(np.asarray(z), 2.0 * np.arange(N) + 1.0)
+    np.testing.assert_array_equal(np.asarray(y), 2.0 * np.arange(N))
+    assert fake_gpu.to_device == [BYTES] * 3  # x, y, z once each, before their first kernels
+
+
+def test_deep_copy_into_part_of_a_device_view(fake_gpu, mode):
+    """A destination that is part of its memory keeps the rest: the rest reaches the device before the copy."""
+    x, whole = inputs(), pk.View([2 * N])
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=whole[N:])  # a device copy; its first half still zero
+    whole[:N] = 7.0  # a host write: the host side of `whole` is newer now
+    pk.deep_copy(whole[N:], x)  # x has a current device copy, so this stays on the device
+    expected = np.concatenate([np.full(N, 7.0), np.arange(N, dtype=np.float64)])
+    np.testing.assert_array_equal(np.asarray(whole), expected)
+
+
+def test_deep_copy_to_or_from_the_host_goes_through_the_host(fake_gpu, mode):
+    x, y = inputs(), pk.View([N])
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+    host = pk.View([N])  # never used on the device: the copy lands there through the host
+    pk.deep_copy(host, y)
+    assert fake_gpu.on_device == [] and fake_gpu.to_host == [BYTES]
+    np.testing.assert_array_equal(np.asarray(host), 2.0 * np.arange(N))
+    pk.deep_copy(y, np.full(N, 4.0))  # overwrites all of y: its device contents are not fetched first
+    assert fake_gpu.to_host == [BYTES]
+    pk.parallel_for(N, dm_add_one, y=y)
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, 5.0))
+
+
+def test_deep_copy_converts_dtype_through_the_host(fake_gpu, mode):
+    x, y = inputs(), pk.View([N])
+    pk.parallel_for(N, dm_scale, a=0.5, x=x, y=y)
+    ints = pk.View([N], pk.int64)
+    pk.deep_copy(ints, y)
+    assert fake_gpu.on_device == []
+    np.testing.assert_array_equal(np.asarray(ints), (0.5 * np.arange(N)).astype(np.int64))
+
+
+def test_create_mirror_copies_the_device_data(fake_gpu, mode):
+    x, y = inputs(), pk.View([N])
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+    mirror = pk.create_mirror(y, copy=True)
+    np.testing.assert_array_equal(np.asarray(mirror), 2.0 * np.arange(N))
+    assert pk.create_mirror_view(y) is y
+
+
+# --- new Views: zeros set on the device, not copied over ------------------------------------------------------
+def on_gpu(view, writes=False):
+    """What a GPU launch does with ``view`` (device.device_pointer), without a kernel."""
+    from kfuse.runtime import device
+
+    return device.device_pointer(view, writes)
+
+
+def test_a_new_view_is_zeroed_on_the_device_not_copied(fake_cuda):
+    pk.set_default_space(pk.Cuda)  # Views made now are for the GPU
+    y = pk.View([N])
+    on_gpu(y, writes=False)  # a kernel reading it sees zeros set there
+    assert fake_cuda.zeroed == [BYTES] and fake_cuda.to_device == []
+    np.testing.assert_array_equal(np.asarray(y), np.zeros(N))
+
+
+def test_a_new_view_the_host_wrote_is_copied(fake_cuda):
+    pk.set_default_space(pk.Cuda)
+    y, z = pk.View([N]), pk.View([2, N])
+    y[3] = 1.0  # a host write through the View
+    z[1, :] = 2.0  # through a subview of its memory
+    on_gpu(y), on_gpu(z)
+    assert fake_cuda.zeroed == [] and fake_cuda.to_device == [BYTES, 2 * BYTES]
+
+
+def test_a_new_view_a_host_kernel_used_is_copied(fake_cuda, mode):
+    pk.set_default_space(pk.Cuda)
+    x, y = pk.View([N]), pk.View([N])
+    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_add_one, y=y)  # on the host: not zeros any more
+    pk.fence()  # (a GPU launch would be ordered after it; on_gpu is not a launch)
+    on_gpu(y), on_gpu(x)
+    assert fake_cuda.to_device == [BYTES] and fake_cuda.zeroed == [BYTES]  # y copied, x zeroed
+    np.testing.assert_array_equal(np.asarray(y), np.ones(N))
+
+
+def test_a_host_kernel_sees_what_a_gpu_kernel_wrote_and_the_gpu_sees_its_writes(fake_cuda, mode):
+    y = pk.View([N])
+    on_gpu(y, writes=True)  # a GPU kernel wrote y: the device copy is newer
+    (buffer,) = fake_cuda.buffers.values()
+    buffer.view(np.float64)[:] = 5.0  # what it wrote
+    pk.parallel_for(pk.RangePolicy(pk.OpenMP, 0, N), dm_add_one, y=y)  # a host kernel: a host access
+    pk.fence()
+    assert fake_cuda.to_host == [BYTES]
+    on_gpu(y)  # the host kernel's result goes over before the next GPU kernel
+    assert fake_cuda.to_device == [BYTES, BYTES]  # at y's first GPU use, and now
+    np.testing.assert_array_equal(buffer.view(np.float64), np.full(N, 6.0))
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, 6.0))
+
+
+def test_a_dropped_view_leaves_no_mark():
+    from kfuse import views
+
+    pk.set_default_space(pk.Cuda)
+    before = len(views.zeroed)
+    y = pk.View([N])
+    assert len(views.zeroed) == before + 1
+    del y
+    assert len(views.zeroed) == before
+
+
+def test_views_made_for_the_host_are_copied(fake_cuda):
+    y = pk.View([N])  # default space OpenMP: nothing is assumed of its memory
+    on_gpu(y)
+    assert fake_cuda.zeroed == [] and fake_cuda.to_device == [BYTES]
+
+
+# --- random programs: on the stand-in GPU, eager and fused, what the host sees equals eager on the host ---------
+@pytest.mark.parametrize("index", range(16))
+def test_random_programs_on_the_stand_in_gpu_agree_with_eager_on_the_host(fake_cuda, index):
+    """kfuse.check's programs (escaped aliases, pk.array bases, NumPy arguments, subviews, reallocation, failing
+    calls, threads, Debug-space kernels beside compiled ones) see on the stand-in GPU what eager sees on the host."""
+    from conftest import stand_in_gpu
+
+    from kfuse.check import EAGER, FUSED, case_for, compare, run
+
+    case = case_for(1717, index)
+    expected = run(case, EAGER)
+    with stand_in_gpu():
+        mismatches = compare(expected, run(case, EAGER)) + compare(expected, run(case, FUSED))
+    assert not mismatches, "\n".join(mismatches)
+
+
+# --- the API itself, on the host ----------------------------------------------------------------------------
+def test_create_mirror_is_new_memory_of_the_same_shape_dtype_and_layout():
+    v = pk.View([3, 4], pk.int32, layout=pk.LayoutLeft)
+    v[:] = np.arange(12).reshape(3, 4)
+    empty, copied = pk.create_mirror(v), pk.create_mirror(v, copy=True)
+    for m in (empty, copied):
+        assert m is not v and m.shape == v.shape and m.dtype == v.dtype and m.layout is pk.LayoutLeft
+    np.testing.assert_array_equal(np.asarray(empty), np.zeros((3, 4)))  # Kokkos value-initialises it
+    np.testing.assert_array_equal(np.asarray(copied), np.arange(12).reshape(3, 4))
+    copied[0, 0] = 99  # independent memory
+    assert v[0, 0] == 0
+
+
+def test_create_mirror_view_is_the_view_itself():
+    v = pk.View([5])
+    assert pk.create_mirror_view(v) is v and pk.create_mirror_view(v, copy=True) is v
+
+
+def test_mirror_errors_name_the_function():
+    with pytest.raises(TypeError, match="pk.create_mirror expects a pk.View"):
+        pk.create_mirror(np.zeros(3))
+    with pytest.raises(TypeError, match="pk.create_mirror_view expects a pk.View"):
+        pk.create_mirror_view([1.0])
