@@ -617,3 +617,18 @@ def test_compiled_smoke():
     c = np.arange(24.0).reshape(2, 3, 4)
     check(pk.sum(pk.array(c), axis=1), c.sum(axis=1), "sum middle axis")
     check(pk.argmax(pk.array(c), axis=0, keepdims=True), c.argmax(axis=0, keepdims=True), "argmax keepdims")
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod"])
+def test_unsigned_division_beyond_the_int64_range(name, fused):
+    """uint64 values from 2**63 up: the signed kernels compute through int64 and would wrap. (A Python int scalar
+    must fit int64, the type of a kernel's integer parameter: a larger one is refused with a clear error.)"""
+    a = np.array([2**64 - 3, 2**63 + 5, 7, 0, 2**64 - 1], dtype=np.uint64)
+    b = np.array([2, 3, 2**63 + 1, 5, 0], dtype=np.uint64)
+    fn, want_fn = getattr(pk, name), getattr(np, name)
+    with np.errstate(divide="ignore"):
+        for got, want in ((lambda: fn(pk.array(a), pk.array(b)), want_fn(a, b)),
+                          (lambda: fn(pk.array(a), 3), want_fn(a, 3)),
+                          (lambda: fn(2**62 + 1, pk.array(b)), want_fn(np.uint64(2**62 + 1), b))):
+            check(run(fused, got), want, name)

@@ -240,8 +240,12 @@ def floor_divide(viewA, viewB, out=None):
     """NumPy's ``//``: rounds towards minus infinity; an integer zero divisor gives 0, a float one inf/NaN."""
     a, b = named_operand("floor_divide", "viewA", viewA), named_operand("floor_divide", "viewB", viewB)
     if isinstance(a, View) or isinstance(b, View):
-        if ufunc_dtype("floor_divide", np.floor_divide, a, b).kind == "f":
+        kind = ufunc_dtype("floor_divide", np.floor_divide, a, b).kind
+        if kind == "f":
             return _binary("floor_divide", np.floor_divide, k.floordiv_f_vv, k.floordiv_f_vs, k.floordiv_f_sv,
+                           _py_floor_divide, a, b, out)
+        if kind == "u":  # the signed kernels compute through int64, which wraps from 2**63
+            return _binary("floor_divide", np.floor_divide, k.floordiv_u_vv, k.floordiv_u_vs, k.floordiv_u_sv,
                            _py_floor_divide, a, b, out)
     return _binary("floor_divide", np.floor_divide, k.floordiv_i_vv, k.floordiv_i_vs, k.floordiv_i_sv,
                    _py_floor_divide, a, b, out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..frontend.workunit import function, workunit
-from ..types import Acc, double, int64
+from ..types import Acc, double, int64, uint64
 
 
 # --- layout -----------------------------------------------------------------------------------
@@ -393,6 +393,29 @@ def floordiv_i(a: int64, b: int64) -> int64:
     if b == 0:
         return 0
     return a // b
+
+
+@function
+def floordiv_u(a: uint64, b: uint64) -> uint64:
+    """Unsigned floor division (through int64, values from 2**63 would wrap); a zero divisor gives 0."""
+    if b == 0:
+        return 0
+    return a // b
+
+
+@workunit
+def floordiv_u_vv(i, out, a, b):
+    out[i] = floordiv_u(a[i], b[i])
+
+
+@workunit
+def floordiv_u_vs(i, out, a, s):
+    out[i] = floordiv_u(a[i], s)
+
+
+@workunit
+def floordiv_u_sv(i, out, s, b):
+    out[i] = floordiv_u(s, b[i])
 
 
 @workunit

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..frontend.workunit import function, workunit
-from ..types import double, int64
+from ..types import double, int64, uint64
 
 
 # --- remainders --------------------------------------------------------------------------------------------
@@ -43,6 +43,29 @@ def remainder_i(a: int64, b: int64) -> int64:
     if b == 0:
         return 0
     return a % b
+
+
+@function
+def remainder_u(a: uint64, b: uint64) -> uint64:
+    """Both remainders of unsigned integers (no signs to choose between); a zero divisor gives 0, as in NumPy."""
+    if b == 0:
+        return 0
+    return a % b
+
+
+@workunit
+def remainder_u_vv(i, out, a, b):
+    out[i] = remainder_u(a[i], b[i])
+
+
+@workunit
+def remainder_u_vs(i, out, a, s):
+    out[i] = remainder_u(a[i], s)
+
+
+@workunit
+def remainder_u_sv(i, out, s, b):
+    out[i] = remainder_u(s, b[i])
 
 
 @workunit

@@ -20,13 +20,21 @@ from ._common import is_array, named_operand, ufunc_dtype, view_of
 from .elementwise import _binary, _math, copy
 
 
-def _by_kind(name, ufunc, float_wus, int_wus, scalar_fn, viewA, viewB, out):
+_UNSIGNED_REMAINDER = (mk.remainder_u_vv, mk.remainder_u_vs, mk.remainder_u_sv)
+
+
+def _by_kind(name, ufunc, float_wus, int_wus, scalar_fn, viewA, viewB, out, uint_wus=None):
     """A binary ufunc whose integer results need their own kernels (``*_wus``: vv, vs and sv, None where
-    commutative): the float ones for a float result dtype, else the integer ones."""
+    commutative): the float ones for a float result dtype, the unsigned ones (``uint_wus``, where the signed
+    ones compute through int64, which wraps from 2**63) for an unsigned one, else the integer ones."""
     a, b = named_operand(name, "viewA", viewA), named_operand(name, "viewB", viewB)
     wus = float_wus
-    if (isinstance(a, View) or isinstance(b, View)) and ufunc_dtype(name, ufunc, a, b).kind != "f":
-        wus = int_wus
+    if isinstance(a, View) or isinstance(b, View):
+        kind = ufunc_dtype(name, ufunc, a, b).kind
+        if kind == "u" and uint_wus is not None:
+            wus = uint_wus
+        elif kind != "f":
+            wus = int_wus
     return _binary(name, ufunc, *wus, scalar_fn, a, b, out)
 
 
@@ -42,7 +50,7 @@ def fmod(viewA, viewB, out=None):
     """C's remainder, the sign of the dividend (NumPy's ``fmod``); an integer zero divisor gives 0, a float one
     NaN. On two numbers, ``math.fmod`` (C's fmod, as inside kernels)."""
     return _by_kind("fmod", np.fmod, (mk.fmod_f_vv, mk.fmod_f_vs, mk.fmod_f_sv),
-                    (mk.fmod_i_vv, mk.fmod_i_vs, mk.fmod_i_sv), kernel_api.fmod, viewA, viewB, out)
+                    (mk.fmod_i_vv, mk.fmod_i_vs, mk.fmod_i_sv), kernel_api.fmod, viewA, viewB, out, _UNSIGNED_REMAINDER)
 
 
 def remainder(viewA, viewB, out=None):
@@ -50,7 +58,7 @@ def remainder(viewA, viewB, out=None):
     0, a float one NaN."""
     return _by_kind("remainder", np.remainder, (mk.remainder_f_vv, mk.remainder_f_vs, mk.remainder_f_sv),
                     (mk.remainder_i_vv, mk.remainder_i_vs, mk.remainder_i_sv), _numpy_scalar(np.remainder),
-                    viewA, viewB, out)
+                    viewA, viewB, out, _UNSIGNED_REMAINDER)
 
 
 mod = remainder
