@@ -45,6 +45,8 @@ class Runtime:
         self.fuse = True  # False: trace and run calls one by one (to measure tracing alone)
         self.counts = counters.fresh()
         self.default_space = spaces.from_setting()
+        if self.backend.host_only and spaces.on_device(self.default_space.value):  # an interpreter on the host
+            self.default_space = spaces.ExecutionSpace.OpenMP
         self.transforms = None  # pk.set_transforms: the transforms fused kernels get (None: KFUSE_TRANSFORMS)
         self.plans: dict = {}  # (group bound, partition graph) -> plan
         self.replays: dict = {}  # partition signature -> fuser.replay.Replay

@@ -30,13 +30,9 @@ def kfuse_runtime(request, monkeypatch):
     for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS", "KFUSE_PROFIT_TRIALS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KFUSE_PROFIT", "off")
-    from kfuse import spaces
-
     marker = request.node.get_closest_marker("backend")
     with context.installed(engine.Runtime(backend=backends.named(marker.args[0] if marker else "kokkos"))) as runtime:
-        if marker and spaces.on_device(runtime.default_space.value):  # KFUSE_DEFAULT_SPACE=Cuda on a GPU machine:
-            runtime.default_space = spaces.ExecutionSpace.OpenMP  # the python and null backends run on the host
-        yield runtime
+        yield runtime  # (the python and null backends run a GPU default space on the host: engine.Runtime)
 
 
 @pytest.fixture
@@ -156,3 +152,4 @@ def fake_gpu(fake_cuda):
     """The test runs in a ``stand_in_gpu`` block; returns ``fake_cuda``'s recorder."""
     with stand_in_gpu():
         yield fake_cuda
+

@@ -15,6 +15,7 @@ import subprocess
 import time
 
 import pytest
+from marks import uses_pch
 
 from kfuse.compiler import entries
 from kfuse.compiler import fused as fused_entries
@@ -205,6 +206,7 @@ def test_damaged_entry_is_rebuilt(copy, damage):
     assert again["ok"] and again["stats"]["compiles"] == 0 and again["warned"] == []
 
 
+@uses_pch
 def test_damaged_precompiled_header_is_rebuilt(copy):
     root, script = copy
     [link] = (root / "pch").iterdir()

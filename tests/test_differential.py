@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import kfuse as pk
+from marks import host_kokkos_only
 from kfuse.check import EAGER, FUSED, Case, as_python, case_for, compare, run, shrink
 from kfuse.check import __main__ as cli
 from kfuse.check.program import AUTO_TEAM, HUGE_TEAM, from_json, to_json, validate, without
@@ -170,6 +171,7 @@ FORK_SCRIPT = """
 """
 
 
+@host_kokkos_only
 @pytest.mark.backend("kokkos")  # a child process on the default backend
 def test_fork_after_kernels_ran_child_computes_what_the_parent_does(tmp_path):
     proc = _python(FORK_SCRIPT, str(tmp_path / "child.bin"))

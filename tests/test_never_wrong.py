@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import kfuse as pk
+from marks import host_kokkos_only
 
 pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
@@ -330,6 +331,7 @@ def _run(tmp_path, body: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
 
 
+@host_kokkos_only
 def test_fork_after_a_kernel_ran_does_not_hang(tmp_path):
     proc = _run(tmp_path, '''
         import os

@@ -355,7 +355,8 @@ def test_a_compile_the_runs_do_not_repay_is_not_made(measure):
     expected, got, stats, text = run_eager_and_fused(program)  # eager built the members; 64 elements save ~5 us
     assert_same(expected, got)
     assert stats["fused_kernels_launched"] == 0 and stats["groups_unfused"] == 3 and stats["compiles"] == 0, text
-    assert "unfused: a 0.4 s compile not repaid by 3 run(s)" in text
+    compile_seconds = context.current().backend.compile_seconds  # g++ 0.4 s, nvcc (a CUDA Kokkos) 7 s
+    assert f"unfused: a {compile_seconds:.2g} s compile not repaid by 3 run(s)" in text
 
 
 def test_the_model_sees_a_fused_kernel_already_in_the_compile_cache(monkeypatch):

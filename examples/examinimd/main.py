@@ -23,6 +23,15 @@ from examinimd import DEFAULT_INPUT, run_simulation  # noqa: E402
 from examinimd.atoms import VELOCITY_GENERATORS  # noqa: E402
 
 
+def _gpus() -> int:
+    """The node's NVIDIA GPUs, counted without starting CUDA (which would fix the visible devices): the driver
+    lists one folder per GPU; 1 when it cannot tell."""
+    try:
+        return max(1, len(os.listdir("/proc/driver/nvidia/gpus")))
+    except OSError:
+        return 1
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="ExaMiniMD-style Lennard-Jones MD on kfuse kernels")
     parser.add_argument("input", nargs="?", default=str(DEFAULT_INPUT), help="LAMMPS-style input (default: in.lj)")
@@ -36,8 +45,9 @@ def main(argv=None) -> int:
 
     world = _world()
     if world is not None and world.Get_size() > 1 and on_device(pk.get_default_space().value):
-        # One GPU per rank: the CUDA runtime, started by the first kernel, then sees only this rank's device.
-        os.environ.setdefault("CUDA_VISIBLE_DEVICES", str(kcomm.local_rank(world)))
+        # One GPU per rank (ranks share GPUs round robin when there are more ranks than GPUs): the CUDA runtime,
+        # started by the first kernel, then sees only this rank's device.
+        os.environ.setdefault("CUDA_VISIBLE_DEVICES", str(kcomm.local_rank(world) % _gpus()))
     printing = world is None or world.Get_rank() == 0
     sims = []
     run_simulation(args.input, cells=args.cells, steps=args.steps, fusion=args.fusion,

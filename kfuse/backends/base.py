@@ -69,6 +69,8 @@ class Backend:
     persistent = False
     #: seconds a kernel takes to build before its first launch (the cost model, fuser/cost.py: 0 = free).
     compile_seconds = 0.0
+    #: whether kernels run on the host only (a GPU default space, KFUSE_DEFAULT_SPACE=Cuda, then means OpenMP).
+    host_only = False
 
     def enter_thread(self) -> None:
         """Prepare the calling thread to launch kernels (called with ``guard.lock`` held, before launches)."""

@@ -34,6 +34,7 @@ class NullKernel(Kernel):
 
 class NullBackend(Backend):
     name = "null"
+    host_only = True
 
     def __init__(self):
         self.launches: list[Launch] = []

@@ -115,6 +115,7 @@ class PythonBackend(Backend):
     """Kernels run by the Python interpreter (host spaces only), from the IR the C++ is printed from."""
 
     name = "python"
+    host_only = True
     persistent = False
     transforms = frozenset({"args", "loops", "memory"})  # restrict only means something to a C++ compiler
 
