@@ -184,36 +184,60 @@ def _only_its_view(view: View) -> bool:
 
 def _groups(steps: list) -> list:
     """Runs of consecutive steps one kernel may compute (same size, inlinable, aligned accesses, at most one
-    reduction, last), in order. A fresh target is new memory: no View made before it overlaps it."""
-    groups, current, size, read, written = [], [], None, {}, {}
+    reduction, last), in order."""
+    fresh = {id(step.target) for step in steps if step.fresh}
+    groups, current, size, read, written = [], [], None, _Touched(), _Touched()
     for k, step in enumerate(steps):
         views = [x for x in step.operands if type(x) is View]
         target = step.target
         n = (target if target is not None else views[0]).size
         fits = current and n == size and steps[current[-1]].target is not None \
-            and expressions.template(step.wu) is not None and all(_aligned(v, written) for v in views) \
-            and (target is None or step.fresh or _aligned(target, written) and _aligned(target, read))
+            and expressions.template(step.wu) is not None and all(written.aligned(v) for v in views) \
+            and (target is None or step.fresh or written.aligned(target) and read.aligned(target))
         if not fits:
             if current:
                 groups.append(current)
-            current, size, read, written = [], n, {}, {}
+            current, size, read, written = [], n, _Touched(), _Touched()
         current.append(k)
         for v in views:
-            read[v.bounds] = v.dtype
+            read.add(v, id(v) in fresh)
         if target is not None:
-            written[target.bounds] = target.dtype
+            written.add(target, step.fresh)
     if current:
         groups.append(current)
     return groups
 
 
-def _aligned(view: View, touched: dict) -> bool:
-    """Whether ``view`` overlaps none of the ``touched`` memory except as exactly the same bytes and dtype."""
-    dtype = touched.get(view.bounds)
-    if dtype is not None:
-        return dtype is view.dtype
-    lo, hi = view.bounds
-    return all(hi <= a or b <= lo for a, b in touched)
+class _Touched:
+    """The memory a group reads (or writes): every span by its bounds, and apart, the spans of new results in
+    the order they were made (a View made before a new result cannot overlap it: its memory was new then)."""
+
+    def __init__(self):
+        self.exact, self.others, self.fresh = {}, [], []
+
+    def add(self, view: View, fresh: bool) -> None:
+        if view.bounds in self.exact:
+            return
+        self.exact[view.bounds] = view.dtype
+        if fresh:
+            self.fresh.append((view.uid, *view.bounds))
+        else:
+            self.others.append(view.bounds)
+
+    def aligned(self, view: View) -> bool:
+        """Whether ``view`` overlaps none of this memory except as exactly the same bytes and dtype."""
+        dtype = self.exact.get(view.bounds)
+        if dtype is not None:
+            return dtype is view.dtype
+        lo, hi = view.bounds
+        if not all(hi <= a or b <= lo for a, b in self.others):
+            return False
+        for uid, a, b in self.fresh:  # uids grow: stop at the first result made after the View
+            if uid > view.uid:
+                break
+            if not (hi <= a or b <= lo):
+                return False
+        return True
 
 
 def _launch(steps: list, stored: list, now: bool) -> None:
