@@ -59,15 +59,18 @@ def gaussian_ops(x, mu, var):
                               pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
 
 
-def timed(fn, repeats: int) -> tuple[float, float, object]:
-    """(median, min) seconds of ``repeats`` calls after a warm-up call, and the last call's result."""
-    result = fn()
-    times = []
+def timed(variants: list, repeats: int) -> list:
+    """Per variant (median, min) seconds of ``repeats`` calls and its last result, after a warm-up call of each.
+    The variants take turns within every repeat, so a drift of the host's clock (the lent machine's varies
+    between processes and over seconds) hits them alike instead of favouring whichever ran last."""
+    results = [fn() for _, fn in variants]
+    times = [[] for _ in variants]
     for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times), result
+        for i, (_, fn) in enumerate(variants):
+            start = time.perf_counter()
+            results[i] = fn()
+            times[i].append(time.perf_counter() - start)
+    return [(statistics.median(t), min(t), r) for t, r in zip(times, results)]
 
 
 def fused(fn):
@@ -91,12 +94,9 @@ def difference(got, want) -> float:
 def report(title: str, variants: list, repeats: int) -> None:
     print(f"\n{title}")
     print("| variant | median s | min s | / NumPy | max rel. diff |\n|---|---|---|---|---|")
-    base = None
-    want = None
-    for name, fn in variants:
-        median, low, out = timed(fn, repeats)
-        if base is None:
-            base, want = median, out
+    rows = timed(variants, repeats)
+    base, _, want = rows[0]
+    for (name, _), (median, low, out) in zip(variants, rows):
         print(f"| {name} | {median:.5f} | {low:.5f} | {median / base:.2f} | {difference(out, want):.1e} |",
               flush=True)
 
