@@ -120,7 +120,7 @@ class Runtime:
     def _settle(self, view, write: bool, overwrite: bool = False) -> None:
         """Run the pending calls ``view``'s access depends on; raise if its contents were lost."""
         if self.batch is not None:
-            self.run_batch(now=not self.trace.entries)
+            self.run_batch(now=not (self.trace.entries or self.failures))
         if self.trace.entries:
             self._run(self.trace.partition_for(view.bounds, write))
         if self.failures:
@@ -136,7 +136,7 @@ class Runtime:
         several results from one launch (running a pending call early is safe: its dependencies come too)."""
         with guard.lock:
             if self.batch is not None:
-                self.run_batch(now=not self.trace.entries)
+                self.run_batch(now=not (self.trace.entries or self.failures))
             if future.done or future.call is None:  # another thread computed it meanwhile
                 return
             policy = future.call.policy
@@ -159,14 +159,14 @@ class Runtime:
     def run_batch(self, now: bool = False) -> None:
         """Log the array operations recorded so far as kernel calls (before any other work, which may need them);
         ``now``: run them at once instead (the host needs them and nothing else is pending: no trace entry,
-        no partition to analyse)."""
+        no partition to analyse, no failure whose lost data they might read)."""
         batch, self.batch = self.batch, None
         batch.run(now)
 
     def flush_all(self) -> None:
         with guard.lock:
             if self.batch is not None:
-                self.run_batch(now=not self.trace.entries)
+                self.run_batch(now=not (self.trace.entries or self.failures))
             if self.trace.entries:
                 self._run(list(self.trace.entries))
 

@@ -95,6 +95,12 @@ CASES = {
     "max_trace_2": Case.of([Call("sin", ("raw",)), Call("scale", ("raw", "a")), Call("divide", ("a", "b"), 3),
                             Call("stencil", ("a", "c")), Read("c", "asarray"), Call("scan", ("c", "d"))],
                            max_trace=2),
+    # recorded array operations after a failed call (two programs of fuzzer seed 2333, shrunk)
+    "array_ops_after_a_failed_call": Case.of([Call("debug", ("a",), 3), Call("ops_chain", ("a", "c"), 0.5)],
+                                             max_trace=1),
+    "array_ops_after_a_failed_call_unrelated_read": Case.of(
+        [Call("team_total", ("M",)), Call("debug", ("c",), 3), Call("fsum", ("f32",)), Call("rowsum", ("M", "c")),
+         Call("ops_shift", ("b", "c"), ("r", 0)), Read("i64", "tolist")], max_trace=2),
 }
 
 _CHAIN = (Call("scale", ("a", "b")), Call("axpy", ("b", "c"), 0.5), Call("dot", ("b", "c")), Export("b"),

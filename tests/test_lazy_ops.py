@@ -301,3 +301,24 @@ def test_compiled_chain_equals_eager(fresh_stats):
     eager = float(chain(x, mu, var))
     assert fused(lambda: float(chain(x, mu, var))) == eager
     assert pk.stats()["unstored_arrays"] == 8
+
+
+@pk.workunit
+def fails_at_3(i: int, v: pk.View1D[pk.double]):
+    v[i] = 1.0 * (7 // (i - 3))  # integer division by zero at i == 3
+
+
+def test_operations_on_what_a_failed_call_lost_report_it_where_their_result_is_read(monkeypatch):
+    """Recorded operations reading memory a failed delayed call lost are logged, not run at once: the tracer
+    poisons their results, an unrelated read raises nothing, and reading their result names the failed call."""
+    monkeypatch.setenv("KFUSE_MAX_TRACE", "1")  # the failing call runs (and fails) as soon as it is logged
+    a, b = pk.array(arr(15)), pk.array(arr(16))
+    pk.enable_fusion()
+    try:
+        pk.parallel_for(33, fails_at_3, v=a)
+        t = pk.multiply(a, 2.0)
+        np.testing.assert_array_equal(np.asarray(b), arr(16))
+        with pytest.raises(pk.DeferredError, match="fails_at_3"):
+            np.asarray(t)
+    finally:
+        pk.disable_fusion()  # the failure was reported at the read: nothing left to raise

@@ -23,6 +23,7 @@ from collections import Counter
 
 from .. import buffers, context, counters, escape, guard, refcount
 from ..fuser import explain
+from ..tracer.failures import is_fault
 from ..dispatch import parallel_for, parallel_reduce, run_now
 from ..future import Future
 from ..types import DType
@@ -30,6 +31,7 @@ from ..views import View
 from . import _common, expressions  # _common imports this module: its names are read at call time
 
 _MAX_STEPS = 256  # recorded steps that run without waiting for anything else
+_INT64 = (-2 ** 63, 2 ** 63 - 1)  # a larger Python int is refused by the kernel call: at the operation, not later
 
 
 class Step:
@@ -57,8 +59,15 @@ class Batch:
         counters.bump("unstored_arrays", sum(unstored.values()))
         seconds = time.perf_counter() - start
         for group in groups:
-            _launch([steps[k] for k in group], [stored[k] for k in group], now)
-        if now:
+            members, stores = [steps[k] for k in group], [stored[k] for k in group]
+            try:
+                _launch(members, stores, now)
+            except Exception as exc:
+                if not now or is_fault(exc):  # a fault: the kernel ran, so running it again could apply it twice
+                    raise
+                now = False  # it failed before launching (a build or argument error): the trace runs it and the
+                _launch(members, stores, now)  # rest, and reports the failure where its results are read
+        if now:  # (else the pipeline counts and records the flushes)
             counters.bump("flushes")
             explain.record_operations(context.current(), [step.wu.__name__ for step in steps], groups,
                                       {k: n for k, n in unstored.items() if n}, seconds)
@@ -69,7 +78,8 @@ def run(wu, target: View, operands: tuple, fresh: bool) -> View:
     contiguous Views of ``target``'s size, or kernel scalars); ``fresh``: ``target`` is new memory no NumPy array
     reaches. Recorded with fusion on, else run as one kernel call."""
     rt = context.current()
-    if rt.enabled and rt.fuse and not (escape.live() and _escaped(target, operands, fresh)):
+    if rt.enabled and rt.fuse and not (escape.live() and _escaped(target, operands, fresh)) \
+            and all(type(x) is not int or _INT64[0] <= x <= _INT64[1] for x in operands):
         with guard.lock:
             batch = rt.batch
             if batch is None:
