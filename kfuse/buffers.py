@@ -52,11 +52,14 @@ def empty(shape: tuple, dtype: np.dtype, make_room=None) -> tuple:
     while the pool has room). With the pool full, ``make_room()`` (run the pending kernels, whose intermediates
     then give their slabs back) is asked once before fresh memory is taken."""
     global _held
-    dtype = np.dtype(dtype)
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not isinstance(dtype, np.dtype):
+        dtype = np.dtype(dtype)
+    if type(shape) is not tuple:
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
-        return _unpooled(shape, dtype)
+        array = np.empty(shape, dtype)
+        return array, array.__array_interface__["data"][0]
     slab = _free_slab(nbytes)
     if slab is None and _held + nbytes > config.POOL_BYTES.get() and make_room is not None and make_room():
         slab = _free_slab(nbytes)

@@ -79,7 +79,7 @@ def run(wu, target: View, operands: tuple, fresh: bool) -> View:
     reaches. Recorded with fusion on, else run as one kernel call."""
     rt = context.current()
     if rt.enabled and rt.fuse and not (escape.live() and _escaped(target, operands, fresh)) \
-            and all(type(x) is not int or _INT64[0] <= x <= _INT64[1] for x in operands):
+            and _int64_scalars(operands):
         with guard.lock:
             batch = rt.batch
             if batch is None:
@@ -111,6 +111,14 @@ def reduce(wu, view: View, scalars: tuple, dtype: DType) -> Future | None:
         if len(batch.steps) >= _MAX_STEPS:
             rt.run_batch()
     return future
+
+
+def _int64_scalars(operands: tuple) -> bool:
+    """Whether every Python int operand fits int64 (a loop: this runs per operation)."""
+    for x in operands:
+        if type(x) is int and not _INT64[0] <= x <= _INT64[1]:
+            return False
+    return True
 
 
 def _escaped(target: View, operands: tuple, fresh: bool) -> bool:
