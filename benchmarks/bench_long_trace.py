@@ -18,19 +18,9 @@ import pstats
 import time
 
 import kfuse as pk
+from bench_tiny_loop import kick, push  # the same particle push (benchmarks/ is the script's folder on sys.path)
 from kfuse import backends, context, engine
 from kfuse.fuser import planner
-
-
-@pk.workunit
-def blt_push(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
-    x[i] = x[i] + dt * v[i]
-
-
-@pk.workunit
-def blt_kick(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
-    v[i] = v[i] - dt * x[i]
-
 
 BACKEND = "null"
 
@@ -48,8 +38,8 @@ def flush(calls: int) -> tuple:
     with context.using(rt):
         x, v = pk.View(1024), pk.View(1024)
         for step in range(calls // 2):
-            pk.parallel_for(1024, blt_push, dt=0.01, x=x, v=v)
-            pk.parallel_for(1024, blt_kick, dt=0.01, x=x, v=v)
+            pk.parallel_for(1024, push, dt=0.01, x=x, v=v)
+            pk.parallel_for(1024, kick, dt=0.01, x=x, v=v)
         planner.pair_conflict = counted
         try:
             t0 = time.perf_counter()

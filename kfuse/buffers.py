@@ -48,9 +48,9 @@ def _free_slab(nbytes: int):
 
 
 def empty(shape: tuple, dtype: np.dtype, make_room=None) -> tuple:
-    """(array, its address): an uninitialised C-contiguous array, a free slab of its size if there is one, else new memory (pooled
-    while the pool has room). With the pool full, ``make_room()`` (run the pending kernels, whose intermediates
-    then give their slabs back) is asked once before fresh memory is taken."""
+    """(array, its address): an uninitialised C-contiguous array, a free slab of its size if there is one, else new
+    memory (pooled while the pool has room). With the pool full, ``make_room()`` (run the pending kernels, whose
+    intermediates then give their slabs back) is asked once before fresh memory is taken."""
     global _held
     if not isinstance(dtype, np.dtype):
         dtype = np.dtype(dtype)
@@ -58,8 +58,7 @@ def empty(shape: tuple, dtype: np.dtype, make_room=None) -> tuple:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
-        array = np.empty(shape, dtype)
-        return array, array.__array_interface__["data"][0]
+        return _unpooled(shape, dtype)
     slab = _free_slab(nbytes)
     if slab is None and _held + nbytes > config.POOL_BYTES.get() and make_room is not None and make_room():
         slab = _free_slab(nbytes)
@@ -90,8 +89,9 @@ def release() -> int:
     freed = 0
     for nbytes, slabs in list(_slabs.items()):
         keep = [slabs[i] for i in range(len(slabs)) if refcount.others(slabs, i)]
+        kept = {id(slab) for slab in keep}
         for slab in slabs:
-            if not any(slab is k for k in keep):
+            if id(slab) not in kept:
                 del _addresses[id(slab)]
         freed += nbytes * (len(slabs) - len(keep))
         if keep:

@@ -120,7 +120,7 @@ class Runtime:
     def _settle(self, view, write: bool, overwrite: bool = False) -> None:
         """Run the pending calls ``view``'s access depends on; raise if its contents were lost."""
         if self.batch is not None:
-            self.run_batch(now=not (self.trace.entries or self.failures))
+            self.run_batch(host_waits=True)
         if self.trace.entries:
             self._run(self.trace.partition_for(view.bounds, write))
         if self.failures:
@@ -136,7 +136,7 @@ class Runtime:
         several results from one launch (running a pending call early is safe: its dependencies come too)."""
         with guard.lock:
             if self.batch is not None:
-                self.run_batch(now=not (self.trace.entries or self.failures))
+                self.run_batch(host_waits=True)
             if future.done or future.call is None:  # another thread computed it meanwhile
                 return
             policy = future.call.policy
@@ -156,17 +156,18 @@ class Runtime:
         for call in calls:
             self._raise_at_call(call)
 
-    def run_batch(self, now: bool = False) -> None:
-        """Log the array operations recorded so far as kernel calls (before any other work, which may need them);
-        ``now``: run them at once instead (the host needs them and nothing else is pending: no trace entry,
-        no partition to analyse, no failure whose lost data they might read)."""
+    def run_batch(self, host_waits: bool = False) -> None:
+        """Log the array operations recorded so far as kernel calls (before any other work, which may need them).
+        ``host_waits`` (a host access, a Future's value, a flush): run them at once instead when nothing else is
+        pending (no trace entry, no partition to analyse) and no failure is recorded (whose lost data they might
+        read: the trace poisons what such calls write)."""
         batch, self.batch = self.batch, None
-        batch.run(now)
+        batch.run(host_waits and not (self.trace.entries or self.failures))
 
     def flush_all(self) -> None:
         with guard.lock:
             if self.batch is not None:
-                self.run_batch(now=not (self.trace.entries or self.failures))
+                self.run_batch(host_waits=True)
             if self.trace.entries:
                 self._run(list(self.trace.entries))
 

@@ -53,3 +53,14 @@ def gaussian_chain(x, mu, var):
 
 def gaussian_numpy(x, mu, var) -> float:
     return float(np.sum(-0.5 * np.log(2 * math.pi * var) - (x - mu) ** 2 / (2 * var)))
+
+
+@pk.workunit
+def push(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
+    """Half of a time step (with ``kick``): the pair the replay and long-trace tests loop over."""
+    x[i] = x[i] + dt * v[i]
+
+
+@pk.workunit
+def kick(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
+    v[i] = v[i] - dt * x[i]

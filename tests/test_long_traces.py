@@ -18,6 +18,7 @@ from kfuse.fuser import planner
 from kfuse.fuser.graph import Graph, Node
 from kfuse.fuser.planner import Reason, Split, plan
 from kfuse.fuser.safety import KernelPattern, ParamPattern
+from fusion_check import kick, push
 
 
 # --- hand-written graphs -----------------------------------------------------------------------------------------
@@ -161,16 +162,6 @@ def test_another_reason_wins_over_the_bound():
 
 # --- real programs ---------------------------------------------------------------------------------------------
 @pk.workunit
-def lt_push(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
-    x[i] = x[i] + dt * v[i]
-
-
-@pk.workunit
-def lt_kick(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
-    v[i] = v[i] - dt * x[i]
-
-
-@pk.workunit
 def lt_energy(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
     acc += x[i] * x[i] + v[i] * v[i]
 
@@ -181,8 +172,8 @@ def _particles(steps: int, n: int = 64) -> tuple:
     x[:] = np.linspace(0.0, 1.0, n)
     v[:] = np.linspace(1.0, -1.0, n)
     for _ in range(steps):
-        pk.parallel_for(n, lt_push, dt=0.01, x=x, v=v)
-        pk.parallel_for(n, lt_kick, dt=0.01, x=x, v=v)
+        pk.parallel_for(n, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(n, kick, dt=0.01, x=x, v=v)
     energy = pk.parallel_reduce(n, lt_energy, x=x, v=v)
     return float(energy), np.array(x), np.array(v)
 

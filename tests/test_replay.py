@@ -19,19 +19,9 @@ from kfuse.calls import prepare
 from kfuse.fuser import graph as graphs
 from kfuse.fuser.replay import signature
 from kfuse.pipeline import group_key
-from fusion_check import assert_same, run_eager_and_fused, view_of
+from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
 
 N = 32
-
-
-@pk.workunit
-def rp_push(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
-    x[i] = x[i] + dt * v[i]
-
-
-@pk.workunit
-def rp_kick(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
-    v[i] = v[i] - dt * x[i]
 
 
 @pk.workunit
@@ -73,7 +63,7 @@ SIZES = [N // 2 - 1, N // 2 - 2]  # every View has room for x[i + 1]
 
 def _call(rng: random.Random, pool: _Pool) -> tuple:
     """(workunit, thread count, arguments) of one call."""
-    wu = rng.choice([rp_push, rp_kick, rp_shift, rp_scale, rp_sum])
+    wu = rng.choice([push, kick, rp_shift, rp_scale, rp_sum])
     names = {rp_shift: ["k", "x", "y"], rp_scale: ["a", "b", "x"], rp_sum: ["x"]}.get(wu, ["dt", "x", "v"])
     return wu, rng.choice(SIZES), {name: _value(rng, pool, name) for name in names}
 
@@ -148,8 +138,8 @@ def test_a_replayed_loop_computes_what_numpy_and_eager_compute():
         seen = []
         for step in range(12):
             dt = 0.01 * (1 + step % 3)
-            pk.parallel_for(N, rp_push, dt=dt, x=x, v=v)
-            pk.parallel_for(N, rp_kick, dt=dt, x=x, v=v)
+            pk.parallel_for(N, push, dt=dt, x=x, v=v)
+            pk.parallel_for(N, kick, dt=dt, x=x, v=v)
             seen.append(float(pk.parallel_reduce(N, rp_sum, x=x)))
         return np.asarray(seen), x.copy(), v.copy()
 
@@ -201,7 +191,7 @@ def test_changes_the_plan_depends_on_are_not_replayed():
         "aliasing": dict(src="x", dst="x", k=0),
         "an offset": dict(src="x", dst="y", k=1),
         "equal scalars": dict(src="x", dst="y", a=1.0, b=1.0),
-        "another kernel": dict(src="x", dst="y", kernel=rp_push),
+        "another kernel": dict(src="x", dst="y", kernel=push),
         "another range": dict(src="x", dst="y", n=N - 1),
     }
     assert step("x", "y") in ("", "cached")
@@ -220,8 +210,8 @@ def test_another_group_bound_is_not_replayed(monkeypatch):
         monkeypatch.setenv("KFUSE_MAX_GROUP", bound)
         for _ in expected:
             for _ in range(2):
-                pk.parallel_for(N, rp_push, dt=0.5, x=x, v=v)
-                pk.parallel_for(N, rp_kick, dt=0.5, x=x, v=v)
+                pk.parallel_for(N, push, dt=0.5, x=x, v=v)
+                pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
             pk.fence()
         assert how(len(expected)) == expected
         assert len(context.current().records[-1].groups) == (1 if bound == "32" else 4)

@@ -34,16 +34,20 @@ class Template:
         self.wu, self.index, self.params, self.body, self.locals = wu, index, params, body, locals_
         self.acc = acc  # a reduction's accumulator parameter (ast.arg, with its annotation), else None
 
-    def inline(self, step: int, operands: dict) -> list:
+    def inline(self, step: int, operands: dict, dtype: DType | None) -> list:
         """The body's statements for step ``step``: operand parameter -> replacement expression factory, the
-        final store assigning ``t<step>`` instead, locals renamed apart."""
-        renamer = _Inliner(self, step, operands)
+        final store assigning ``t<step>`` of ``dtype`` instead, locals renamed apart."""
+        renamer = _Inliner(self, step, operands, dtype)
         return [renamer.visit(copy.deepcopy(stmt)) for stmt in self.body]
 
 
 class _Inliner(ast.NodeTransformer):
-    def __init__(self, template: Template, step: int, operands: dict):
+    def __init__(self, template: Template, step: int, operands: dict, dtype: DType | None):
         self.t, self.step, self.operands = template, step, operands
+        self.names = {template.index: "i", "__result__": f"t{step}",  # (a reduction's body has no result)
+                      **{name: f"{name}_{step}" for name in template.locals}}
+        if dtype is not None:
+            self.names["__type__"] = f"kfuse_{dtype.name}"
 
     def visit_Subscript(self, node):
         if isinstance(node.value, ast.Name) and node.value.id in self.operands:
@@ -51,12 +55,10 @@ class _Inliner(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Name(self, node):
-        if node.id == self.t.index:
-            return ast.copy_location(ast.Name(id="i", ctx=node.ctx), node)
         if node.id in self.operands:
             return ast.copy_location(self.operands[node.id](), node)
-        if node.id in self.t.locals:
-            return ast.copy_location(ast.Name(id=f"{node.id}_{self.step}", ctx=node.ctx), node)
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(id=self.names[node.id], ctx=node.ctx), node)
         return node
 
 
@@ -131,20 +133,6 @@ def _element(view: str):
                                  ctx=ast.Load())
 
 
-class _Finish(ast.NodeTransformer):
-    """The placeholder result and its type of one inlined body, named for its step."""
-
-    def __init__(self, step: int, dtype: DType):
-        self.step, self.dtype = step, dtype
-
-    def visit_Name(self, node):
-        if node.id == "__result__":
-            return ast.copy_location(ast.Name(id=f"t{self.step}", ctx=node.ctx), node)
-        if node.id == "__type__":
-            return ast.copy_location(ast.Name(id=f"kfuse_{self.dtype.name}", ctx=node.ctx), node)
-        return node
-
-
 def signature(steps: tuple) -> tuple:
     """(outputs, inputs, scalars): how many of each the kernel for ``steps`` takes."""
     outputs = sum(1 for step in steps if type(step[3]) is int)
@@ -178,8 +166,7 @@ def kernel_for(steps: tuple) -> Workunit:
         bindings = {}
         for param, (kind, n) in zip(t.params, operands):
             bindings[param] = _element(f"v{n}") if kind == "v" else _name(f"t{n}" if kind == "t" else f"s{n}")
-        finish = _Finish(k, dtype)
-        body.extend(finish.visit(stmt) for stmt in t.inline(k, bindings))
+        body.extend(t.inline(k, bindings, dtype))
         if t.acc is not None:
             acc = [ast.arg(arg="acc", annotation=copy.deepcopy(t.acc.annotation))]
         if stored is not None:
@@ -188,9 +175,10 @@ def kernel_for(steps: tuple) -> Workunit:
                                    value=ast.Name(id=f"t{k}", ctx=ast.Load())))
     names = [*(f"o{n}" for n in range(outputs)), *(f"v{n}" for n in range(inputs)), *(f"s{n}" for n in range(scalars))]
     title = "_".join(dict.fromkeys(step[0].__name__.removesuffix("_k") for step in steps))
+    params = [ast.arg(arg="i"), *acc, *(ast.arg(arg=n) for n in names)]
     tree = ast.FunctionDef(name=f"ops_{title}"[:80], args=ast.arguments(
-        posonlyargs=[], args=[ast.arg(arg="i"), *acc, *(ast.arg(arg=n) for n in names)], vararg=None, kwonlyargs=[], kw_defaults=[],
-        kwarg=None, defaults=[]), body=body, decorator_list=[], returns=None, type_comment=None)
+        posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=body, decorator_list=[], returns=None, type_comment=None)
     for node in ast.walk(tree):
         node.lineno = node.end_lineno = 1
         node.col_offset = node.end_col_offset = 0

@@ -58,19 +58,30 @@ class Batch:
         unstored = {group[0]: sum(1 for k in group if stored[k] is not True) for group in groups}
         counters.bump("unstored_arrays", sum(unstored.values()))
         seconds = time.perf_counter() - start
+        mode = _Mode(now)
         for group in groups:
-            members, stores = [steps[k] for k in group], [stored[k] for k in group]
-            try:
-                _launch(members, stores, now)
-            except Exception as exc:
-                if not now or is_fault(exc):  # a fault: the kernel ran, so running it again could apply it twice
-                    raise
-                now = False  # it failed before launching (a build or argument error): the trace runs it and the
-                _launch(members, stores, now)  # rest, and reports the failure where its results are read
-        if now:  # (else the pipeline counts and records the flushes)
+            _launch([steps[k] for k in group], [stored[k] for k in group], mode)
+        if mode.now:  # (else the pipeline counts and records the flushes)
             counters.bump("flushes")
             explain.record_operations(context.current(), [step.wu.__name__ for step in steps], groups,
                                       {k: n for k, n in unstored.items() if n}, seconds)
+
+
+class _Mode:
+    """Whether a batch's kernels still run at once. One that cannot (an argument or build error before it
+    launched: never a fault, after which running it again could apply it twice) and every later one go through
+    the trace, which runs them in order and reports the failure where its results are read."""
+
+    def __init__(self, now: bool):
+        self.now = now
+
+
+def _append(rt, batch: Batch, step: Step) -> None:
+    """Record ``step`` (the caller holds ``guard.lock``); a long batch runs without waiting."""
+    batch.steps.append(step)
+    rt.counts["array_ops_recorded"] += 1
+    if len(batch.steps) >= _MAX_STEPS:
+        rt.run_batch()
 
 
 def run(wu, target: View, operands: tuple, fresh: bool) -> View:
@@ -84,13 +95,9 @@ def run(wu, target: View, operands: tuple, fresh: bool) -> View:
             batch = rt.batch
             if batch is None:
                 batch = rt.batch = Batch()
-            steps = batch.steps
-            steps.append(Step(wu, target, operands, fresh))
-            rt.counts["array_ops_recorded"] += 1
-            if len(steps) >= _MAX_STEPS:
-                rt.run_batch()
+            _append(rt, batch, Step(wu, target, operands, fresh))
         return target
-    _call(wu, target, operands, False)
+    _call_one(Step(wu, target, operands), _Mode(False))
     return target
 
 
@@ -106,10 +113,7 @@ def reduce(wu, view: View, scalars: tuple, dtype: DType) -> Future | None:
         if batch is None or not any(step.target is view for step in batch.steps):
             return None
         future = Future(dtype, rt.resolve)
-        batch.steps.append(Step(wu, None, (view, *scalars), future=future))
-        rt.counts["array_ops_recorded"] += 1
-        if len(batch.steps) >= _MAX_STEPS:
-            rt.run_batch()
+        _append(rt, batch, Step(wu, None, (view, *scalars), future=future))
     return future
 
 
@@ -126,16 +130,15 @@ def _escaped(target: View, operands: tuple, fresh: bool) -> bool:
     return (not fresh and target.escaped(True)) or any(type(x) is View and x.escaped(False) for x in operands)
 
 
-def _call(wu, target: View, operands: tuple, now: bool) -> None:
-    names = wu.parsed.param_names[2:]
-    args = {n: _flat(x) if type(x) is View else x for n, x in zip(names, operands)}
-    _kernel("for", target.size, wu, dict(out=_flat(target), **args), now)
-
-
-def _kernel(op: str, n: int, wu, args: dict, now: bool):
-    """One kernel call: logged, or (``now``) run at once."""
-    if now:
-        return run_now(op, n, wu, args)
+def _kernel(op: str, n: int, wu, args: dict, mode: _Mode):
+    """One kernel call: run at once while ``mode`` says so, else logged."""
+    if mode.now:
+        try:
+            return run_now(op, n, wu, args)
+        except Exception as exc:
+            if is_fault(exc):
+                raise
+            mode.now = False
     return (parallel_for if op == "for" else parallel_reduce)(n, wu, **args)
 
 
@@ -149,10 +152,6 @@ def _deliver(future: Future, result) -> None:
     else:
         call = result.call
         call.result, future.call = future, call
-
-
-def _flat(v: View) -> View:
-    return _common.flat(v)
 
 
 def _stored(steps: list) -> list:
@@ -258,7 +257,7 @@ class _Touched:
         return True
 
 
-def _launch(steps: list, stored: list, now: bool) -> None:
+def _launch(steps: list, stored: list, mode: _Mode) -> None:
     """One kernel call for a group of steps (the steps' own kernel for one alone)."""
     needed = _needed(steps, stored)
     steps = [s for s, keep in zip(steps, needed) if keep]
@@ -267,7 +266,7 @@ def _launch(steps: list, stored: list, now: bool) -> None:
         return
     if len(steps) == 1 or expressions.namespace(tuple((s.wu,) for s in steps)) is None:
         for step in steps:
-            _call_one(step, now)
+            _call_one(step, mode)
         return
     key, outputs, inputs, scalars, writer = [], [], [], [], {}
     input_index = {}
@@ -283,7 +282,7 @@ def _launch(steps: list, stored: list, now: bool) -> None:
             else:
                 n = input_index.setdefault(id(x), len(inputs))
                 if n == len(inputs):
-                    inputs.append(_flat(x))
+                    inputs.append(_common.flat(x))
                 operands.append(("v", n))
         if step.target is None:
             key.append((step.wu, tuple(operands), None, None))
@@ -291,7 +290,7 @@ def _launch(steps: list, stored: list, now: bool) -> None:
         out = None
         if store is True and last_write[step.target.bounds] == k:  # earlier values of it are only forwarded
             out = len(outputs)
-            outputs.append(_flat(step.target))
+            outputs.append(_common.flat(step.target))
         writer[step.target.bounds] = k
         key.append((step.wu, tuple(operands), step.target.dtype, out))
     wu = expressions.kernel_for(tuple(key))
@@ -300,25 +299,25 @@ def _launch(steps: list, stored: list, now: bool) -> None:
     args.update((f"s{n}", s) for n, s in enumerate(scalars))
     last = steps[-1]
     if last.target is None:
-        _deliver(last.future, _kernel("reduce", last.operands[0].size, wu, args, now))
+        _deliver(last.future, _kernel("reduce", last.operands[0].size, wu, args, mode))
     else:
-        _kernel("for", last.target.size, wu, args, now)
-    if now:
+        _kernel("for", last.target.size, wu, args, mode)
+    if mode.now:
         counters.bump("fused_kernels_launched")
 
 
-def _call_one(step: Step, now: bool) -> None:
+def _call_one(step: Step, mode: _Mode) -> None:
+    """A step as its operation's own kernel call."""
+    args = {n: _common.flat(x) if type(x) is View else x for n, x in zip(step.wu.parsed.param_names[2:], step.operands)}
     if step.target is not None:
-        _call(step.wu, step.target, step.operands, now)
-        return
-    names = step.wu.parsed.param_names[2:]
-    args = {n: _flat(x) if type(x) is View else x for n, x in zip(names, step.operands)}
-    _deliver(step.future, _kernel("reduce", step.operands[0].size, step.wu, args, now))
+        _kernel("for", step.target.size, step.wu, dict(out=_common.flat(step.target), **args), mode)
+    else:
+        _deliver(step.future, _kernel("reduce", step.operands[0].size, step.wu, args, mode))
 
 
 def _needed(steps: list, stored: list) -> list:
     """Which steps to compute: the stored ones and those whose value a computed step reads."""
-    needed = [s is not None and s is not False for s in stored]
+    needed = [s is True for s in stored]
     writer, readers = {}, []
     for k, step in enumerate(steps):
         readers.append([writer[x.bounds] for x in step.operands if type(x) is View and x.bounds in writer])
