@@ -84,6 +84,7 @@ class KernelCall:
     futures: tuple = field(default=())  # (position, Future) of scalar args not yet known
     result: object = None  # the Future a reduction/scan call delivers
     failure: object = None  # the tracer's Failure that kept this call from running, if one did
+    request: tuple | None = None  # (op, (policy, workunit), kwargs) as the program made it (kfuse/rerun.py)
 
     @property
     def op(self) -> str:

@@ -27,6 +27,7 @@ from .errors import public_error
 from .fuser import explain as explain_records, profit
 from .future import Future
 from .pipeline import run_partition
+from .rerun import Rerun
 from .tracer.failures import Failures
 from .tracer.trace import Trace
 
@@ -38,7 +39,8 @@ class Runtime:
         """``backend``: a backends.base.Backend (default: the one KFUSE_BACKEND names); ``fusion``: start with tracing on or off
         (default: as KFUSE_FUSION says)."""
         self.backend = backend or backends.named(config.BACKEND.get())
-        self.trace = Trace()
+        self.logged = Trace()  # the pending calls (read it through ``trace``, which adds a Rerun's matched calls)
+        self.rerun = Rerun()  # repeated flushes, rerun without tracing (kfuse/rerun.py)
         self.failures = Failures()
         self.enabled = config.FUSION.get() is True if fusion is None else fusion
         self._running = False  # a partition is running on the lock's owner: its own View accesses pass
@@ -57,6 +59,13 @@ class Runtime:
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0
         self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
+
+    @property
+    def trace(self) -> Trace:
+        """The pending calls, those a ``Rerun`` matched included (they become entries here first)."""
+        if self.rerun.matched:
+            self.rerun.materialize(self.logged)
+        return self.logged
 
     # --- logging --------------------------------------------------------------------------
     def log(self, call):
@@ -119,6 +128,8 @@ class Runtime:
 
     def _settle(self, view, write: bool, overwrite: bool = False) -> None:
         """Run the pending calls ``view``'s access depends on; raise if its contents were lost."""
+        if self.rerun.matched:
+            self.rerun.run(self)
         if self.batch is not None:
             self.run_batch(host_waits=True)
         if self.trace.entries:
@@ -166,6 +177,8 @@ class Runtime:
 
     def flush_all(self) -> None:
         with guard.lock:
+            if self.rerun.matched:
+                self.rerun.run(self)
             if self.batch is not None:
                 self.run_batch(host_waits=True)
             if self.trace.entries:
@@ -179,8 +192,10 @@ class Runtime:
 
     def after_fork_in_child(self) -> None:
         """Pending OpenMP calls inherited from the parent run on the Serial backend here (kfuse/guard.py)."""
+        entries = self.trace.entries
+        self.rerun.forget()
         if guard.forked_after_start:
-            for entry in self.trace.entries:
+            for entry in entries:
                 if entry.call.prepared.spec.space == "OpenMP":
                     entry.call.prepared = call_stage.serial_twin(entry.call.prepared)
 
@@ -191,10 +206,12 @@ class Runtime:
         counters.bump("flushes")
         self.backend.enter_thread()
         self._running = True
+        calls = [e.call for e in entries]
         try:
-            run_partition(self, [e.call for e in entries], fuse=self.fuse if fuse is None else fuse)
+            record, launches = run_partition(self, calls, fuse=self.fuse if fuse is None else fuse)
         finally:
             self._running = False
+        self.rerun.keep(self, entries, launches, record)
 
 
 def _escaped_views(call) -> list:

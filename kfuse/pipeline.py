@@ -294,6 +294,10 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     member by member, so the error names the culprit; a call that touches bytes a failed call would have
     written (or takes its Future) is not run and passes the same failure on (tracer/failures.py). A group
     the profitability rules keep apart (fuser/profit.py) runs member by member too, by the same path.
+
+    Returns (the flush's explain record, its launches): the launches as (kernel, policy slots, arguments,
+    call numbers, member of a group run apart?) when a repetition of this replayed partition could launch them again (kfuse/rerun.py: every
+    call ran, none failed or was timed, no array went unstored), else None.
     """
     start = time.perf_counter()
     scheduled, how = schedule(rt, calls, fuse)
@@ -303,6 +307,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     fusing = len(plan.groups) < len(calls)
     scratch = liveness.unreachable(calls, plan.groups) if fusing else {}
     names = transforms.enabled() if fusing else frozenset()
+    launches = [] if how == "replayed" and not any(scratch.values()) else None
     keys, choices = {}, {}  # group number -> its fused_key, its profit.Choice (for groups without Futures)
     if fusing and config.PROFIT.get() != "off":  # before compile_ahead, which builds what the choices need
         for number, indices in enumerate(plan.groups):
@@ -322,26 +327,44 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                                                    scratch.get(number, frozenset()))
             if choice.text:
                 record.choices[indices[0]] = choice.text
+            if not profit.settled(choice):
+                launches = None  # the next occurrence may run otherwise
             if not choice.fused:
                 counters.bump("groups_unfused")
-                _run_apart(rt, indices, group, failures, record, choice)
+                if not _run_apart(rt, indices, group, failures, record, choice):
+                    launches = None
+                elif launches is not None:
+                    launches += [_launch_of(index, call, apart=True) for index, call in zip(indices, group)]
                 continue
             try:
-                seconds = _run_fused(rt, key, indices, group, args, record, scratch.get(number, frozenset()),
-                                     choice.timed)
+                seconds, launch = _run_fused(rt, key, indices, group, args, record, scratch.get(number, frozenset()),
+                                             choice.timed)
             except KfuseError as exc:
+                launches = None
                 if is_fault(exc):
                     record.notes.append(f"group {indices[0]}..{indices[-1]} faulted: {_first_line(exc)}")
-                    _after_fault(group, exc, failures)
+                    after_fault(group, exc, failures)
                     continue
                 record.notes.append(f"group {indices[0]}..{indices[-1]} failed fused, ran its calls "
                                     f"one by one: {_first_line(exc)}")
             else:  # the group ran: nothing below may send it to the one-by-one path (A += B must not run twice)
                 if choice.timed:
                     _timed(rt, choice, True, seconds, record)
+                elif launches is not None:
+                    launches.append((*launch, tuple(indices), False))
                 continue
         for index, call in zip(indices, group):
-            _run_single(index, call, failures, record)
+            if not _run_single(index, call, failures, record):
+                launches = None
+            elif launches is not None:
+                launches.append(_launch_of(index, call))
+    return record, launches
+
+
+def _launch_of(index: int, call, apart: bool = False) -> tuple:
+    """What launching ``call`` (number ``index`` of its partition) again takes (its kernel is loaded: it ran), and
+    whether it is a member of a group run apart."""
+    return call.prepared.kernel, policy_slots(call.policy), call.bound_args(), (index,), apart
 
 
 def _key(scheduled, number: int, group: list, args: tuple, names: frozenset, scratch: dict) -> tuple:
@@ -351,8 +374,9 @@ def _key(scheduled, number: int, group: list, args: tuple, names: frozenset, scr
 
 
 def _run_fused(rt, key: tuple, indices: list, group: list, args: tuple, record, scratch: frozenset,
-               timed: bool) -> float:
-    """Launch the group's fused kernel; returns the launch's seconds on ``rt.profit.clock`` when ``timed``."""
+               timed: bool) -> tuple:
+    """Launch the group's fused kernel; returns the launch's seconds on ``rt.profit.clock`` when ``timed`` (else
+    0), and (kernel, policy slots, arguments) of the launch."""
     kernel, arg_index = fused_kernel(rt, key, group, args)
     slots, passed = policy_slots(group[0].policy), tuple(args[i] for i in arg_index)
     clock = rt.profit.clock
@@ -370,13 +394,13 @@ def _run_fused(rt, key: tuple, indices: list, group: list, args: tuple, record, 
     for call, value in zip(group, values):
         if call.result is not None:
             call.result.set_result(value)
-    return seconds
+    return seconds, (kernel, slots, passed)
 
 
-def _run_apart(rt, indices: list, group: list, failures, record, choice) -> None:
-    """Run a group the profitability rules keep apart, member by member; when the run is a timed one, its
-    members' kernels are loaded (perhaps compiled) before the clock starts, and a run with a failure is not
-    counted."""
+def _run_apart(rt, indices: list, group: list, failures, record, choice) -> bool:
+    """Run a group the profitability rules keep apart, member by member (whether all of them ran); when the run
+    is a timed one, its members' kernels are loaded (perhaps compiled) before the clock starts, and a run with a
+    failure is not counted."""
     timed = choice.timed
     if timed:
         try:
@@ -389,6 +413,7 @@ def _run_apart(rt, indices: list, group: list, failures, record, choice) -> None
     ran = [_run_single(index, call, failures, record) for index, call in zip(indices, group)]
     if timed and all(ran):
         _timed(rt, choice, False, clock() - start, record)
+    return all(ran)
 
 
 def _run_single(index: int, call, failures, record) -> bool:
@@ -410,7 +435,7 @@ def _run_single(index: int, call, failures, record) -> bool:
     return True
 
 
-def _after_fault(group: list, exc, failures) -> None:
+def after_fault(group: list, exc, failures) -> None:
     """A fused kernel reported a fault. Kernels finish their launch after a fault (the faulting operation
     yields 0) and still return their reductions, so every member ran: what the culprit wrote, and what
     members touching those bytes computed, is lost; the other members' results are right."""

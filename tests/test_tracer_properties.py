@@ -136,7 +136,8 @@ def test_the_walk_with_its_shortcuts_matches_a_plain_walk(steps):
 
     def log(reads, writes):
         call = SimpleNamespace(futures=())
-        entry = Entry(call, tuple(reads), tuple(writes), next(trace._arrivals))
+        entry = Entry(call, tuple(reads), tuple(writes), trace.arrivals)
+        trace.arrivals += 1
         trace.entries.append(entry)
         return call
 

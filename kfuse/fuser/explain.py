@@ -53,7 +53,8 @@ class FlushRecord:
         return "\n".join(lines)
 
 
-_HOW = {"replayed": " (replayed)", "cached": " (plan cached)", "": ""}
+_HOW = {"replayed": " (replayed)", "cached": " (plan cached)", "": "",
+        "rerun": " (rerun: its calls matched a replayed flush's, so they were not traced)"}
 
 
 def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecord:
@@ -61,6 +62,17 @@ def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecor
     rt.flush_count += 1
     rec = FlushRecord(rt.flush_count, [c.prepared.name for c in calls], [list(g) for g in plan.groups],
                       list(plan.boundaries), seconds, how, fused)
+    rt.records.append(rec)
+    if rt.record_sink is not None:
+        rt.record_sink.append(rec)
+    return rec
+
+
+def rerun(rt, kept: FlushRecord) -> FlushRecord:
+    """The account of a flush rerun from ``kept``, the record of the flush it repeats (kfuse/rerun.py)."""
+    rt.flush_count += 1
+    rec = FlushRecord(rt.flush_count, kept.call_names, kept.groups, kept.boundaries, 0.0, "rerun", kept.fused,
+                      dict(kept.kernels), [], dict(kept.unstored), dict(kept.choices))
     rt.records.append(rec)
     if rt.record_sink is not None:
         rt.record_sink.append(rec)

@@ -89,6 +89,13 @@ def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
                   f"{'fused' if fused else 'apart'}", timed=True, entry=entry)
 
 
+def settled(choice: Choice) -> bool:
+    """Whether every later occurrence gets this choice too (kfuse/rerun.py reuses it without asking): a decision
+    made or remembered, fusion without a profitability setting, or the model's yes (its runs only add up)."""
+    return not choice.timed and (choice.rule in ("off", "measured", "remembered") or choice.rule == "model"
+                                 and choice.fused)
+
+
 def _next_side(entry: Entry, trials: int) -> bool:
     """Alternate, fused first; once one side has its timings, the other catches up."""
     if len(entry.apart_s) >= trials:

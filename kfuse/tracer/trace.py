@@ -9,7 +9,6 @@ call still has to read pulls that reader in). Everything else stays pending.
 """
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_left, bisect_right
 
 
@@ -91,7 +90,7 @@ class Trace:
         self._written: Ranges | None = None
         self._touched: Ranges | None = None
         self._counted, self._last = 0, -1  # entries counted, and the arrival number of the last of them
-        self._arrivals = itertools.count()
+        self.arrivals = 0  # the arrival number the next entry gets
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -100,7 +99,8 @@ class Trace:
         reads, writes = call.prepared.view_positions  # footprint(call), without a call on every kernel call
         args = call.args
         entry = Entry(call, tuple([args[i].bounds for i in reads]), tuple([args[i].bounds for i in writes]),
-                      next(self._arrivals))
+                      self.arrivals)
+        self.arrivals += 1
         self.entries.append(entry)
         return entry
 

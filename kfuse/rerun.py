@@ -1,0 +1,235 @@
+"""Rerun of a repeated flush: a time-step loop makes the same calls on the same Views between two host reads.
+
+A partition that was replayed (fuser/replay.py: its signature was seen before) and ran with no failure, no group
+being timed and no array left unstored is kept as a ``Template``: the calls that were pending from before
+(``head``), each call the program made since, as it made it (workunit, policy, keyword arguments), which of
+those stayed pending (``tail``: the partition did not need them), and the launches that ran the partition.
+While the trace holds the head and the next calls match the template one by one -- the same workunit and policy
+objects, the same View objects, scalars of the same type and value (0.0 and -0.0 apart) -- the calls are only
+counted: no binding, no trace entry, no analysis. At the next host access a complete match launches the kept
+kernels again and leaves the tail pending, and the access goes on through the trace as usual. Anything else --
+another call, another scalar, an escaped View, recorded array operations, a failure, a match cut short -- turns
+the matched calls into ordinary trace entries, as if nothing had been matched.
+
+Why this is never wrong: equal calls over an equal trace make the same partition, plan, groups, kernels and
+arguments, so the kept launches are what the trace would run. Views are compared by identity, and their pointer,
+shape and strides are checked again before the launches (``View.resize`` gives a View new memory). The partition
+is closed under dependencies (tracer/trace.py), so running it is right at any host access, needed or not (a
+pending call may run early), and whatever the access needs from the tail the trace then runs. A template holds
+its Views alive until it is replaced; they are Views the program passed at every step, and at most ``_KEPT``
+templates are kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import copysign
+
+from . import config, escape, guard, views
+from .calls import KernelCall
+from .errors import KfuseError
+from .fuser import explain
+from .pipeline import after_fault
+from .spaces import on_device
+from .tracer.failures import is_fault
+from .transforms import manager as transforms
+
+_KEPT = 8  # templates kept per runtime (one per first workunit of a loop's flush)
+_SCALARS = (float, int, bool)
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Step:
+    """A call the program made: what it passed, and the call it made of it."""
+
+    op: str
+    workunit: object
+    policy: object  # as the program gave it (an int, a RangePolicy...)
+    kwargs: tuple  # ((name, value), ...) as the program gave them
+    call: KernelCall  # the recorded call (its specialisation, bound policy and arguments, site)
+    escapable: tuple  # ((View, written?), ...): what to ask while escaped memory exists
+    host: bool  # runs off the GPU: its Views are no longer known zeros (views.zeroed)
+
+
+@dataclass(frozen=True)
+class Template:
+    head: tuple  # the calls pending before the first step (each must have an equal one in the trace)
+    steps: tuple
+    tail: tuple  # step numbers left pending by the partition
+    partition: tuple  # the partition's calls, in the order it ran them
+    launches: tuple  # (kernel, policy slots, arguments, partition positions, apart?), in the order they ran
+    unfused: int  # groups the profitability decisions run apart
+    geometry: tuple  # (View, ptr, shape, strides) of every View the calls take
+    settings: tuple  # what the plan and kernels were made under (see ``_settings``)
+    space: object  # the runtime's default space
+    record: object  # the recorded flush's explain record
+
+
+def _settings() -> tuple:
+    return config.MAX_GROUP.get(), config.PROFIT.get(), transforms.enabled()
+
+
+def _same_scalar(got, want) -> bool:
+    kind = type(want)
+    if type(got) is not kind or kind not in _SCALARS or got != want:
+        return False
+    return kind is not float or got != 0.0 or copysign(1.0, got) == copysign(1.0, want)
+
+
+def _same_call(got: KernelCall, want: KernelCall) -> bool:
+    """Equal calls as the template counts them: one specialisation and policy, the same Views, equal scalars."""
+    if got.prepared is not want.prepared or got.futures or (got.policy is not want.policy
+                                                           and got.policy != want.policy):
+        return False
+    return got.args is want.args or all(a is b or _same_scalar(a, b) for a, b in zip(got.args, want.args))
+
+
+def _fresh(call: KernelCall) -> KernelCall:
+    """A trace entry's call like ``call`` (a call object is never reused: a failure is recorded on it)."""
+    return KernelCall(call.prepared, call.policy, call.args, site=call.site, request=call.request)
+
+
+class Rerun:
+    """The templates of a runtime, and how far the calls made since the last flush match one of them."""
+
+    def __init__(self):
+        self.templates: dict = {}  # id(first step's workunit) -> Template
+        self.current: Template | None = None
+        self.matched = 0  # steps of ``current`` matched and not yet run
+        self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
+
+    # --- matching (the caller holds guard.lock) ---------------------------------------------------
+    def take(self, rt, op: str, args: tuple, kwargs: dict) -> bool:
+        """Whether ``parallel_<op>(*args, **kwargs)`` is the next call of a template (then it is counted, and
+        runs at the next host access); False leaves it to the ordinary path."""
+        matched = self.matched
+        if matched:
+            template = self.current
+            if matched == len(template.steps):
+                return False
+        else:
+            template = self.templates.get(id(args[1]))
+            if template is None or rt.failures or not (rt.enabled and rt.fuse) \
+                    or rt.default_space is not template.space or not self._holds_head(rt.logged.entries, template):
+                return False
+        if rt.batch is not None:
+            return False
+        step = template.steps[matched]
+        policy = args[0]
+        if args[1] is not step.workunit or op != step.op or len(kwargs) != len(step.kwargs) or (
+                policy is not step.policy and (type(policy) is not type(step.policy) or policy != step.policy)):
+            return False
+        get = kwargs.get
+        for name, want in step.kwargs:
+            got = get(name, _MISSING)
+            if got is not want and not _same_scalar(got, want):
+                return False
+        if escape.live() and any(view.escaped(write) for view, write in step.escapable):
+            return False
+        if views.zeroed and step.host:
+            views.touched([view for view, _ in step.escapable])
+        self.current = template
+        self.matched = matched + 1
+        rt.counts["ops_traced"] += 1
+        return True
+
+    @staticmethod
+    def _holds_head(entries: list, template: Template) -> bool:
+        head = template.head
+        return len(entries) == len(head) and all(_same_call(e.call, c) for e, c in zip(entries, head))
+
+    def materialize(self, trace) -> None:
+        """Put the matched calls in ``trace`` as ordinary entries, after the head already there."""
+        steps, self.matched = self.current.steps[:self.matched], 0
+        for step in steps:
+            trace.append(_fresh(step.call))
+
+    # --- running ---------------------------------------------------------------------------------
+    def run(self, rt) -> None:
+        """At a host access: launch a complete match's kernels, or make a partial one trace entries."""
+        template = self.current
+        if not (self.matched == len(template.steps) and self._still_valid(rt, template)):
+            self.materialize(rt.logged)
+            return
+        self.matched = 0
+        trace = rt.logged
+        trace.clear()  # the head: it runs now
+        rt.counts["flushes"] += 1
+        record = explain.rerun(rt, template.record)
+        rt.backend.enter_thread()
+        rt._running = True
+        try:
+            rt.counts["groups_unfused"] += template.unfused
+            for number, (kernel, slots, passed, _, _) in enumerate(template.launches):
+                try:
+                    kernel.launch(slots, passed)
+                except KfuseError as exc:
+                    self._after_failure(rt, template, number, exc, record)
+                    return
+        finally:
+            rt._running = False
+            for i in template.tail:
+                trace.append(_fresh(template.steps[i].call))
+            self.mark = trace.arrivals
+
+    @staticmethod
+    def _still_valid(rt, template: Template) -> bool:
+        return rt.enabled and rt.fuse and rt.default_space is template.space and all(
+            view.ptr == ptr and view.shape == shape and view.strides == strides
+            for view, ptr, shape, strides in template.geometry) and _settings() == template.settings
+
+    def _after_failure(self, rt, template: Template, number: int, exc: KfuseError, record) -> None:
+        """Launch ``number`` failed: a fault loses what the pipeline says it loses; a launch that did not start
+        goes back to the trace with every later one (the ordinary path then runs and reports them)."""
+        self.templates.pop(id(template.steps[0].workunit), None)
+        record.notes.append(f"rerun launch {number + 1} failed: {str(exc).splitlines()[0] if str(exc) else exc}")
+        members = list(template.launches[number][3])
+        later = [i for launch in template.launches[number + 1:] for i in launch[3]]
+        if is_fault(exc):
+            after_fault([_fresh(template.partition[i]) for i in members], exc, rt.failures)
+        else:
+            later += members
+        for i in sorted(later):
+            rt.logged.append(_fresh(template.partition[i]))
+
+    # --- keeping ---------------------------------------------------------------------------------
+    def keep(self, rt, entries: list, launches: list | None, record) -> None:
+        """After a flush ran ``entries``: keep it as a template if a repetition of it can be rerun (module
+        docstring), and mark the trace's pending calls as the next flush's head."""
+        mark, self.mark = self.mark, rt.logged.arrivals
+        if launches is None or rt.failures or guard.forked_after_start:
+            return
+        left = rt.logged.entries
+        if any(e.number < mark for e in left):
+            return  # calls older than the last flush still pending: the trace does not repeat
+        head = tuple(e.call for e in entries if e.number < mark)
+        made = sorted([e for e in entries if e.number >= mark] + left, key=lambda e: e.number)
+        if not made:
+            return
+        pending = {id(e) for e in left}
+        steps, geometry = [], {}
+        live = escape.live()
+        for call in [e.call for e in made] + list(head):
+            request, prepared = call.request, call.prepared
+            if request is None or call.futures or prepared.spec.op != "for" or prepared.prints:
+                return
+            op, (policy, workunit), kwargs = request
+            escapable = tuple((call.args[i], write) for i, write in prepared.view_params)
+            for view, write in escapable:
+                if type(view) is not views.View or live and view.escaped(write):
+                    return
+                geometry[id(view)] = (view, view.ptr, view.shape, view.strides)
+            host = not (prepared.backend.name == "kokkos" and on_device(prepared.spec.space))
+            steps.append(Step(op, workunit, policy, tuple(kwargs.items()), call, escapable, host))
+        steps = steps[:len(made)]
+        tail = tuple(i for i, e in enumerate(made) if id(e) in pending)
+        if len(self.templates) >= _KEPT:
+            self.templates.clear()
+        self.templates[id(steps[0].workunit)] = Template(
+            head, tuple(steps), tail, tuple(e.call for e in entries), tuple(launches),
+            len(record.groups) and sum(record.apart(g) for g in record.groups), tuple(geometry.values()),
+            _settings(), rt.default_space, replace(record))
+
+    def forget(self) -> None:
+        self.templates.clear()
+        self.current, self.matched = None, 0

@@ -1,0 +1,324 @@
+"""Rerun of a repeated flush (kfuse/rerun.py): the calls of a time-step loop that match the last replayed flush
+are only counted, and the kept kernels run again at the next host access.
+
+Every test compares the fused run with the eager run of the same program bit for bit (and the plain loop with
+NumPy); the changes that must leave the rerun -- another value, View, policy, kernel, an extra or missing call,
+new memory under a View, an escaped View, array operations, fusion switched, other transforms, a failed launch --
+are made at a cycle after reruns began, and at a call in the middle of a cycle.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import kfuse as pk
+from kfuse import context
+from kfuse.errors import DeferredError, KernelFault, LaunchError
+from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
+
+N = 16
+X0, V0 = np.linspace(-1.0, 1.0, N), np.linspace(0.5, -0.5, N)
+
+
+@pk.workunit
+def kick_too(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
+    v[i] = v[i] - dt * x[i]
+
+
+@pk.workunit
+def shift_into(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i + 1]
+
+
+def hows(text: str) -> list:
+    """How each flush of an explain text ran: "rerun", "replayed", "cached" or ""."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("flush #"):
+            out.append("rerun" if "(rerun" in line else "replayed" if "(replayed)" in line
+                       else "cached" if "(plan cached)" in line else "")
+    return out
+
+
+def loop(steps: int, every: int, change=None):
+    """The push/kick loop, read every ``every`` steps; ``change(step, x, v)`` may make the step's calls
+    itself (returns True) or act around them. Returns the reads and the final x and v."""
+    x, v = view_of(X0), view_of(V0)
+    seen = []
+    for step in range(steps):
+        if not (change and change(step, x, v)):
+            pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        if step % every == every - 1:
+            seen.append(float(x[3]))
+    return seen, x.copy(), v.copy()
+
+
+def numpy_loop(steps: int, every: int):
+    x, v, seen = X0.copy(), V0.copy(), []
+    for step in range(steps):
+        x = x + 0.01 * v
+        v = v - 0.01 * x
+        if step % every == every - 1:
+            seen.append(float(x[3]))
+    return seen, x, v
+
+
+pytestmark = pytest.mark.backend("python")
+
+
+def test_a_loop_read_every_few_steps_is_rerun_and_computes_what_numpy_and_eager_compute():
+    expected, got, stats, text = run_eager_and_fused(lambda: loop(40, 5))
+    assert_same(expected, got)
+    want = numpy_loop(40, 5)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-13)
+    flushes = hows(text)
+    # flush 1 is planned, 2 planned (it starts with the kick left pending), 3 replayed; then every one is rerun
+    assert flushes[:3] == ["", "", "replayed"] and flushes[3:-1] == ["rerun"] * (len(flushes) - 4)
+    assert stats["ops_traced"] == 80  # every call counted, matched or traced
+    assert "rerun" in text and "kick + push" in text
+
+
+def _rerunning():
+    """x, v and the template of a loop (two steps per read) that is being rerun."""
+    pk.enable_fusion()
+    x, v = view_of(X0), view_of(V0)
+    for _ in range(4):
+        for _ in range(2):
+            pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        float(x[0])
+    assert context.current().records[-1].how == "rerun"
+    return x, v, next(iter(context.current().rerun.templates.values()))
+
+
+def test_a_rerun_flush_leaves_the_calls_the_read_does_not_need_pending():
+    """The read of x needs the last push, not the last kick: that kick stays pending after a rerun, as it does
+    after a traced flush, and runs when v is read."""
+    x, v, _ = _rerunning()
+    assert [e.call.prepared.name for e in context.current().trace.entries] == ["kick"]
+    got_v = v.copy()
+    pk.disable_fusion()
+    want = numpy_loop(8, 8)
+    np.testing.assert_allclose(got_v, want[2], rtol=1e-13)
+
+
+def _scalar(value):
+    def change(step, x, v):
+        if step == 17:
+            pk.parallel_for(N, push, dt=value, x=x, v=v)
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+            return True
+    return change
+
+
+def _view_over_same_memory(step, x, v):
+    if step in (17, 18):
+        other = x.subview(slice(0, N))  # the same bytes, another View object
+        pk.parallel_for(N, push, dt=0.01, x=other, v=v)
+        pk.parallel_for(N, kick, dt=0.01, x=other, v=v)
+        return True
+
+
+def _policy(step, x, v):
+    if step == 17:
+        pk.parallel_for(pk.RangePolicy(0, N), push, dt=0.01, x=x, v=v)
+        pk.parallel_for(N - 1, kick, dt=0.01, x=x, v=v)
+        return True
+
+
+def _workunit(step, x, v):
+    if step == 17:
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(N, kick_too, dt=0.01, x=x, v=v)
+        return True
+
+
+def _extra_call(step, x, v):
+    if step == 17:
+        y = view_of(np.zeros(N))
+        pk.parallel_for(N - 1, shift_into, x=x, y=y)
+        assert float(y[0]) == float(x[1])
+
+
+def _missing_call(step, x, v):
+    if step == 17:
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        return True
+
+
+def _early_read(step, x, v):
+    if step == 16:
+        float(v[2])  # in the middle of a cycle: the matched calls so far run through the trace
+
+
+def _resize(step, x, v):
+    if step == 15:
+        x.resize(0, N)  # the same extent: nothing happens
+    if step == 16:
+        x.resize(0, N + 4)  # new memory under the same View
+        x.resize(0, N)
+
+
+def _escaped(step, x, v):
+    if step == 17:
+        raw = np.asarray(x)  # the host can read x without a barrier now
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        assert raw[3] == float(x[3])  # the push ran at once
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        del raw
+        return True
+
+
+def _array_operation(step, x, v):
+    if step == 17:
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        w = pk.multiply(v, 1.0)  # recorded between two matched calls
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=w)
+        pk.parallel_for(N, kick, dt=0.0, x=x, v=v)
+        pk.deep_copy(v, w)
+        return True
+
+
+def _fusion_off_and_on(step, x, v):
+    if step == 17:
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.disable_fusion()
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        pk.enable_fusion()
+        return True
+
+
+def _trace_only(step, x, v):
+    if step == 17:
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.enable_fusion(trace_only=True)
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        float(x[0])
+        pk.enable_fusion()
+        return True
+
+
+def _transforms(step, x, v):
+    if step == 16:
+        pk.set_transforms("none")
+    if step == 27:
+        pk.set_transforms(None)
+
+
+CHANGES = {"another scalar value": _scalar(0.02), "negative zero": _scalar(-0.0), "an int for a float": _scalar(1),
+           "another View over the same memory": _view_over_same_memory, "another policy": _policy,
+           "another workunit": _workunit, "an extra call": _extra_call, "a call missing": _missing_call,
+           "a read in the middle of a cycle": _early_read, "new memory under a View": _resize,
+           "an escaped View": _escaped, "an array operation": _array_operation, "fusion off and on": _fusion_off_and_on,
+           "tracing only": _trace_only, "other transforms": _transforms}
+
+
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_a_change_leaves_the_rerun_and_computes_what_eager_computes(name):
+    change = CHANGES[name]
+    expected, got, _, text = run_eager_and_fused(lambda: loop(40, 5, change))
+    pk.set_transforms(None)
+    assert_same(expected, got)
+    flushes = hows(text)
+    assert flushes[-2] == "rerun", flushes  # the loop is rerun again after the change (the last flush: the kick)
+
+
+def test_a_launch_that_fails_to_start_hands_its_calls_back_to_the_trace(monkeypatch):
+    """The failed launch's calls and the later ones run through the trace (which reports their failures)."""
+    x, v, template = _rerunning()
+    kernel, rt = template.launches[0][0], context.current()
+    original = kernel.launch
+    failed = []
+
+    def fail_once(slots, args):
+        if not failed:
+            failed.append(True)
+            raise LaunchError("stand-in: the launch did not start")
+        return original(slots, args)
+
+    monkeypatch.setattr(kernel, "launch", fail_once)
+    for _ in range(2):
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+    got = float(x[3])
+    assert failed and "rerun launch 1 failed" in "\n".join(rt.records[-2].notes)
+    monkeypatch.undo()
+    pk.disable_fusion()
+    want = numpy_loop(10, 10)
+    assert got == pytest.approx(numpy_loop(10, 10)[1][3], rel=1e-13)
+    np.testing.assert_allclose(x.copy(), want[1], rtol=1e-13)
+
+
+def test_a_fault_in_a_rerun_launch_loses_what_it_wrote(monkeypatch):
+    x, v, template = _rerunning()
+    kernel, rt = template.launches[0][0], context.current()
+
+    def fault(slots, args):
+        raise KernelFault("stand-in fault: index out of bounds", workunit="push", filename=__file__, lineno=1,
+                          kernel=kernel.name, member=0)
+
+    monkeypatch.setattr(kernel, "launch", fault)
+    for _ in range(2):
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+    with pytest.raises(DeferredError, match="push"):
+        float(x[3])
+    monkeypatch.undo()
+    assert rt.rerun.templates.get(id(template.steps[0].workunit)) is not template
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_random_loops_with_random_changes_compute_what_eager_computes(data):
+    """A loop body of 1-4 calls over three Views, read every few steps; at random steps a call's scalar, View,
+    range or kernel changes, a call is added or dropped, or the host writes or reads another View."""
+    body = data.draw(st.lists(st.sampled_from(["push", "kick", "shift"]), min_size=1, max_size=4), label="body")
+    pairs = data.draw(st.lists(st.sampled_from([(0, 1), (1, 0), (1, 2), (2, 0), (0, 0)]), min_size=len(body),
+                               max_size=len(body)), label="views")
+    every = data.draw(st.integers(1, 4), label="every")
+    steps = 24
+    changes = data.draw(st.dictionaries(st.integers(0, steps - 1), st.sampled_from(
+        ["dt", "-0.0", "view", "range", "kernel", "extra", "drop", "host write", "read another"]), max_size=3),
+        label="changes")
+
+    def program():
+        views = [view_of(X0), view_of(V0), view_of(X0[::-1].copy())]
+        seen = []
+        for step in range(steps):
+            what = changes.get(step)
+            for k, (name, (a, b)) in enumerate(zip(body, pairs)):
+                first = k == 0
+                dt = 0.02 if what == "dt" and first else -0.0 if what == "-0.0" and first else 0.01
+                x = views[a].subview(slice(0, N)) if what == "view" and first else views[a]
+                n = N - 2 if what == "range" and first else N - 1
+                if what == "drop" and first:
+                    continue
+                if name == "shift":
+                    pk.parallel_for(n, shift_into, x=x, y=views[b])
+                else:
+                    kernel = {"push": push, "kick": kick_too if what == "kernel" and first else kick}[name]
+                    pk.parallel_for(n, kernel, dt=dt, x=x, v=views[b])
+            if what == "extra":
+                pk.parallel_for(N, push, dt=0.5, x=views[2], v=views[0])
+            if what == "host write":
+                views[1][0] = float(step)
+            if what == "read another":
+                seen.append(float(views[1 + step % 2][step % N]))
+            if step % every == every - 1:
+                seen.append(float(views[0][step % N]))
+        return seen, *(v.copy() for v in views)
+
+    expected, got, _, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+
+
+@pytest.mark.backend("kokkos")
+def test_a_compiled_loop_is_rerun_and_equals_eager():
+    expected, got, stats, text = run_eager_and_fused(lambda: loop(30, 3))
+    assert_same(expected, got)
+    assert hows(text).count("rerun") >= 6
+    assert stats["fused_kernels_launched"] >= 6
