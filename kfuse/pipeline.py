@@ -26,6 +26,7 @@ from .calls import writes_of
 from .compiler import decisions
 from .errors import KfuseError
 from .frontend.access import summarize
+from .policies import RangePolicy
 from .fuser import build, cost, explain, graph as graphs, persist, planner, profit, replay
 from .fuser.replay import Replay
 from .runtime.launch import policy_slots
@@ -57,7 +58,8 @@ def schedule(rt, calls: list, fuse: bool) -> tuple:
         if len(rt.plans) >= _MAX_CACHED:
             rt.plans.clear()
         plan = rt.plans[bound, graph] = planner.plan(graph, bound)
-    found = Replay(graph, plan, tuple(_known_key(graph, indices, calls) for indices in plan.groups))
+    found = Replay(graph, plan, tuple(_known_key(graph, indices, calls, plan.parts.get(number))
+                                      for number, indices in enumerate(plan.groups)))
     if signature is not None:
         if len(rt.replays) >= _MAX_CACHED:
             rt.replays.clear()
@@ -65,12 +67,12 @@ def schedule(rt, calls: list, fuse: bool) -> tuple:
     return found, how
 
 
-def _known_key(graph, indices: list, calls: list) -> tuple | None:
+def _known_key(graph, indices: list, calls: list, sizes: tuple | None) -> tuple | None:
     """A fused group's ``group_key`` when its arguments are all known (no member waits for a Future)."""
     group = [calls[i] for i in indices]
     if len(group) < 2 or any(c.futures for c in group):
         return None
-    return group_key(graph, indices, group, tuple(a for c in group for a in c.args))
+    return group_key(graph, indices, group, tuple(a for c in group for a in c.args), sizes)
 
 
 # --- lower, render, compile -------------------------------------------------------------------
@@ -99,10 +101,12 @@ def kernel_of(prepared):
     return kernel
 
 
-def lower_group(group: list, args: tuple, names: frozenset, scratch: frozenset = frozenset()) -> tuple:
+def lower_group(group: list, args: tuple, names: frozenset, scratch: frozenset = frozenset(),
+                parts: tuple = ()) -> tuple:
     """(Lowered, arg_index) of a fused group: its bodies built into one kernel, then the passes in ``names``;
-    ``scratch``: positions in ``args`` of Views nothing reads after the group (tracer/liveness.py)."""
-    source, spec, name = build.build(group)
+    ``scratch``: positions in ``args`` of Views nothing reads after the group (tracer/liveness.py); ``parts``:
+    a horizontal group's (calls, begin, end) per part (``group_key``)."""
+    source, spec, name = build.build(group, parts)
     kernel, _ = transforms.apply(FusedKernel(source, spec, tuple(range(len(args))), args, scratch=scratch), names)
     writes = writes_of(summarize(kernel.source, kernel.spec), kernel.spec)
     return Lowered(kernel.source, kernel.spec, name, writes, fused=True, restrict=kernel.restrict), kernel.arg_index
@@ -115,18 +119,37 @@ def _scalar_pattern(args: tuple) -> tuple:
     return tuple(classes.setdefault(scalar_key(a), len(classes)) for a in args if not hasattr(a, "ptr"))
 
 
-def group_key(graph, indices: list, group: list, args: tuple) -> tuple:
+def group_key(graph, indices: list, group: list, args: tuple, sizes: tuple | None = None) -> tuple:
     """What a fused group's kernel depends on besides the transforms and its scratch Views (``fused_key``):
-    backend, member kernels, aliasing, equal scalars."""
+    backend, member kernels, aliasing, equal scalars, and for a horizontal group (``sizes``: its calls per part,
+    planner.Plan.parts) each part's (calls, begin, end), which its code splits the threads by."""
+    parts = ()
+    if sizes:
+        starts = [sum(sizes[:p]) for p in range(len(sizes))]
+        parts = tuple((n, *graph.nodes[indices[first]].bounds[0]) for n, first in zip(sizes, starts))
     return group[0].prepared.backend.name, tuple(graph.nodes[i].kernel for i in indices), graph.pattern_of(indices), \
-        _scalar_pattern(args)
+        _scalar_pattern(args), parts
+
+
+#: what a horizontal group's kernel may get: the memory transform follows values within one thread's calls, which
+#: the parts' branches split (scratch Views then stay stored)
+HORIZONTAL_TRANSFORMS = frozenset(("args", "loops", "restrict"))
 
 
 def fused_key(base: tuple, backend, names: frozenset, scratch: frozenset) -> tuple:
     """A fused group's whole key: its ``group_key``, the transforms it gets (``names``: those enabled), and which
     arguments are scratch (their stores are removed only by the memory transform)."""
     names = names & backend.transforms
+    if base[4]:
+        names &= HORIZONTAL_TRANSFORMS
     return base + (names, tuple(sorted(scratch)) if "memory" in names else ())
+
+
+def launch_policy(key: tuple, group: list):
+    """The policy a fused group launches with: its members', or for a horizontal group one thread per element of
+    every part's range."""
+    parts = key[4]
+    return RangePolicy(0, sum(end - begin for _, begin, end in parts)) if parts else group[0].policy
 
 
 def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
@@ -135,11 +158,11 @@ def rendered_group(rt, key: tuple, group: list, args: tuple) -> tuple:
     found = rt.rendered.get(key)
     if found is None:
         backend = group[0].prepared.backend
-        _, _, aliasing, scalars, names, scratch = key
-        digest = persist.key(group, aliasing, scalars, names, scratch) if backend.persistent else None
+        _, _, aliasing, scalars, parts, names, scratch = key
+        digest = persist.key(group, aliasing, scalars, names, scratch, parts) if backend.persistent else None
         found = backend.stored(digest) if digest else None
         if found is None:
-            lowered, arg_index = lower_group(group, args, names, frozenset(scratch))
+            lowered, arg_index = lower_group(group, args, names, frozenset(scratch), parts)
             found = (backend.render(lowered), arg_index)
             if digest:
                 backend.store(digest, *found)
@@ -208,8 +231,8 @@ def choose(rt, scheduled, number: int, key: tuple, group: list, args: tuple, scr
 def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
     """Where ``entry``'s decision is kept across processes, and the decision itself if one was kept (none when
     the cache folder cannot be used: the partition's calls must run whatever the cache does)."""
-    backend, _, aliasing, scalars, names, scratch = key
-    stored_as = decisions.digest(persist.key(group, aliasing, scalars, names, scratch), backend, sizes)
+    backend, _, aliasing, scalars, parts, names, scratch = key
+    stored_as = decisions.digest(persist.key(group, aliasing, scalars, names, scratch, parts), backend, sizes)
     try:
         found = decisions.load(stored_as)
     except KfuseError:  # CacheError with KFUSE_CACHE_FALLBACK=0: measured here, kept in memory only
@@ -369,7 +392,9 @@ def _launch_of(index: int, call, apart: bool = False) -> tuple:
 
 def _key(scheduled, number: int, group: list, args: tuple, names: frozenset, scratch: dict) -> tuple:
     """Group ``number``'s ``fused_key`` (``args``: its calls' arguments, Futures' values included)."""
-    base = scheduled.keys[number] or group_key(scheduled.graph, scheduled.plan.groups[number], group, args)
+    plan = scheduled.plan
+    base = scheduled.keys[number] or group_key(scheduled.graph, plan.groups[number], group, args,
+                                               plan.parts.get(number))
     return fused_key(base, group[0].prepared.backend, names, scratch.get(number, frozenset()))
 
 
@@ -378,7 +403,7 @@ def _run_fused(rt, key: tuple, indices: list, group: list, args: tuple, record, 
     """Launch the group's fused kernel; returns the launch's seconds on ``rt.profit.clock`` when ``timed`` (else
     0), and (kernel, policy slots, arguments) of the launch."""
     kernel, arg_index = fused_kernel(rt, key, group, args)
-    slots, passed = policy_slots(group[0].policy), tuple(args[i] for i in arg_index)
+    slots, passed = policy_slots(launch_policy(key, group)), tuple(args[i] for i in arg_index)
     clock = rt.profit.clock
     start = clock() if timed else 0.0
     results = iter(kernel.launch(slots, passed))

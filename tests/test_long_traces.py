@@ -16,7 +16,7 @@ import pytest
 import kfuse as pk
 from kfuse.fuser import planner
 from kfuse.fuser.graph import Graph, Node
-from kfuse.fuser.planner import Reason, Split, plan
+from kfuse.fuser.planner import Reason, Split, plan, vertical
 from kfuse.fuser.safety import KernelPattern, ParamPattern
 from fusion_check import kick, push
 
@@ -106,7 +106,7 @@ def _random_graph(rng: random.Random, long_groups: bool) -> Graph:
 @pytest.mark.parametrize("seed", range(30))
 def test_decisions_equal_a_check_against_every_member(seed, long_groups):
     graph = _random_graph(random.Random(seed), long_groups)
-    assert _decisions(plan(graph, 0)) == _decisions(_reference(graph))
+    assert _decisions(vertical(graph, 0)) == _decisions(_reference(graph))
 
 
 def _pair_checks(monkeypatch, graph: Graph, max_group: int) -> int:

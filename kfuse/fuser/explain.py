@@ -18,6 +18,7 @@ class FlushRecord:
     notes: list = field(default_factory=list)  # failures and fall-backs met while running the groups
     unstored: dict = field(default_factory=dict)  # first call of a group -> its arrays never stored (scratch)
     choices: dict = field(default_factory=dict)  # first call of a group -> what decided fused or apart (profit.py)
+    parts: dict = field(default_factory=dict)  # first call of a horizontal group -> its calls per part
 
     @property
     def fused_names(self) -> list:
@@ -43,8 +44,10 @@ class FlushRecord:
                              f"{reasons[members[0]]}")
             names = " + ".join(self.call_names[i] for i in members)
             choice = self.choices.get(members[0], "")
+            parts = self.parts.get(members[0])
+            across = f" horizontally, {len(parts)} ranges" if parts else ""
             kind = ("single call" if len(members) == 1 else f"{len(members)} calls run apart" if self.apart(members)
-                    else f"fused {len(members)} calls")
+                    else f"fused {len(members)} calls{across}")
             unstored = self.unstored.get(members[0])
             scratch = f"; {unstored} array(s) nothing reads afterwards never stored" if unstored else ""
             because = f"; {choice}" if choice else ""
@@ -61,7 +64,8 @@ def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecor
     """Keep the account of one flush in ``rt`` (its last few; all of them in ``rt.record_sink`` if set)."""
     rt.flush_count += 1
     rec = FlushRecord(rt.flush_count, [c.prepared.name for c in calls], [list(g) for g in plan.groups],
-                      list(plan.boundaries), seconds, how, fused)
+                      list(plan.boundaries), seconds, how, fused,
+                      parts={plan.groups[n][0]: sizes for n, sizes in plan.parts.items()})
     rt.records.append(rec)
     if rt.record_sink is not None:
         rt.record_sink.append(rec)
@@ -72,7 +76,7 @@ def rerun(rt, kept: FlushRecord) -> FlushRecord:
     """The account of a flush rerun from ``kept``, the record of the flush it repeats (kfuse/rerun.py)."""
     rt.flush_count += 1
     rec = FlushRecord(rt.flush_count, kept.call_names, kept.groups, kept.boundaries, 0.0, "rerun", kept.fused,
-                      dict(kept.kernels), [], dict(kept.unstored), dict(kept.choices))
+                      dict(kept.kernels), [], dict(kept.unstored), dict(kept.choices), dict(kept.parts))
     rt.records.append(rec)
     if rt.record_sink is not None:
         rt.record_sink.append(rec)

@@ -34,6 +34,7 @@ class Node(NamedTuple):
     offsets: tuple = ()  # ((scalar parameter, value or None while it is a pending Future), ...)
     producers: tuple = ()  # partition indices of the calls whose Futures this call takes (-1: done elsewhere)
     helpers: tuple = ()  # ((helper name, digest of its resolved code), ...)
+    op: str = "for"  # "for", "reduce" or "scan"
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,8 @@ def of(calls) -> Graph:
                 offsets.append((param, None if value is None else int(value)))
         producers = tuple(position.get(id(f.call), -1) if f.call is not None else -1 for _, f in call.futures)
         kind, bounds = policy_key(call.policy)
-        nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers))
+        nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers,
+                          prepared.spec.op))
         patterns.append(pattern)
     return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory))
 

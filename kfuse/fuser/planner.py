@@ -46,6 +46,7 @@ class Reason:
 class Plan:
     groups: list = field(default_factory=list)  # lists of indices into the partition
     boundaries: list = field(default_factory=list)  # (index of the call that starts a new group, Reason)
+    parts: dict = field(default_factory=dict)  # group number -> calls per part, for a horizontal group
 
 
 def _policy_text(node: Node) -> str:
@@ -191,10 +192,17 @@ def _whole_steps(graph: Graph, members: list) -> int:
 
 
 def plan(graph: Graph, max_group: int = MAX_GROUP) -> Plan:
-    """Groups of at most ``max_group`` calls (0 or less: unbounded), split at every reason to."""
+    """Groups of at most ``max_group`` calls (0 or less: unbounded), split at every reason to, then independent
+    neighbours over other ranges joined horizontally."""
+    checker = _Checker(graph)
+    return _horizontal(graph, vertical(graph, max_group, checker), checker, max_group)
+
+
+def vertical(graph: Graph, max_group: int = MAX_GROUP, checker: _Checker | None = None) -> Plan:
+    """Groups of calls over one range whose threads touch only their own elements, in trace order."""
     result = Plan()
     nodes = graph.nodes
-    checker = _Checker(graph)
+    checker = checker or _Checker(graph)
     group: _Group | None = None
     index, count = 0, len(nodes)
     while index < count:
@@ -220,6 +228,73 @@ def plan(graph: Graph, max_group: int = MAX_GROUP) -> Plan:
     if group is not None:
         result.groups.append(group.members)
     return result
+
+
+MAX_PARTS = 8  # ranges in one horizontal group
+
+
+def _horizontal(graph: Graph, plan: Plan, checker: _Checker, max_group: int) -> Plan:
+    """Join consecutive groups split only by their ranges into one launch when no call of one touches memory a
+    call of another writes (HFuse's horizontal fusion: the launch's threads are split between the parts, each part
+    running its own calls over its own range). Only one-dimensional ``parallel_for`` groups join: a reduction's
+    accumulator or a multi-dimensional range would need its own split of the threads."""
+    starts = dict(plan.boundaries)
+    merged = Plan()
+    current, sizes, touched, written = None, [], [], []
+    for number, members in enumerate(plan.groups):
+        found = _part_memory(graph, checker, members)
+        reason = starts.get(members[0])
+        if current is not None and found is not None and reason is not None and reason.kind is Split.RANGE \
+                and len(sizes) < MAX_PARTS and (max_group <= 0 or len(current) + len(members) <= max_group) \
+                and graph.nodes[members[0]].space == graph.nodes[current[0]].space \
+                and not _conflict(graph, touched, written, *found) and not _helper_clash(graph, current, members):
+            current += members
+            sizes.append(len(members))
+            touched, written = touched + found[0], written + found[1]
+            continue
+        if current is not None:
+            _close(merged, current, sizes)
+        if reason is not None:
+            merged.boundaries.append((members[0], reason))
+        current, sizes = list(members), [len(members)]
+        touched, written = found if found is not None else ([], [])
+        if found is None:
+            _close(merged, current, sizes)
+            current = None
+    if current is not None:
+        _close(merged, current, sizes)
+    return merged
+
+
+def _close(plan: Plan, members: list, sizes: list) -> None:
+    if len(sizes) > 1:
+        plan.parts[len(plan.groups)] = tuple(sizes)
+    plan.groups.append(members)
+
+
+def _part_memory(graph: Graph, checker: _Checker, members: list) -> tuple | None:
+    """(storages the group's calls touch, those they write), or None if the group cannot be a horizontal part."""
+    touched, written = [], []
+    for i in members:
+        node = graph.nodes[i]
+        found = checker.storages(i)
+        if found is None or node.op != "for" or node.policy != "RangePolicy" or len(node.bounds) != 1:
+            return None
+        touched += found[0]
+        written += found[1]
+    return touched, written
+
+
+def _conflict(graph: Graph, touched: list, written: list, other_touched: list, other_written: list) -> bool:
+    overlap = graph.overlap
+    return any(overlap(w, t) for w in written for t in other_touched) or \
+        any(overlap(t, w) for t in touched for w in other_written)
+
+
+def _helper_clash(graph: Graph, first: list, second: list) -> bool:
+    """Two different helpers with one name (one fused kernel has one of each name)."""
+    digests = {name: digest for i in first for name, digest in graph.nodes[i].helpers}
+    return any(digests.get(name, digest) != digest for i in second for name, digest in graph.nodes[i].helpers)
 
 
 def unfused(count: int) -> Plan:
