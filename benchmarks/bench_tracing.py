@@ -4,6 +4,7 @@ Prints medians over ``--repeats``:
 
 (a) microseconds per ``pk.parallel_for`` while tracing (argument binding + logging, nothing runs), the
     logging part alone (``Runtime.log``), and an eager call (argument binding + launch) of the same kernel;
+    (a2) per call of a loop read every 10 steps, fused (each call matched by a rerun, kfuse/rerun.py) and eager;
 (b) microseconds for the dependency walk of one host access over a trace of N pending entries: a read of
     an unrelated View (walks everything, takes nothing) and a read that needs every entry (a chain);
 (c) end-to-end time of a time-step loop, eager vs traced-without-fusion (each partition runs call by
@@ -86,6 +87,31 @@ def logging_cost(calls: int, repeats: int) -> tuple:
     return results[0], results[1], median_time(eager, repeats) / calls * 1e6
 
 
+def rerun_cost(calls: int, repeats: int) -> tuple:
+    """µs per parallel_for over 8 elements in a loop of two kernels read every 10 steps: (fused, where each call
+    is matched by a rerun and every 20 calls one fused kernel runs; eager, the same loop unfused). Everything is
+    counted: matching, the host read, the flush and the launches."""
+    x, y = pk.View(8), pk.View(8)
+
+    def loop(fused: bool):
+        if fused:
+            pk.enable_fusion()
+        for k in range(calls // 2):
+            pk.parallel_for(8, bt_axpy, alpha=0.5, x=x, y=y)
+            pk.parallel_for(8, bt_scale, x=y, y=x)
+            if k % 10 == 9:
+                float(x[0])
+        pk.disable_fusion()
+
+    loop(True), loop(False)  # compile, settle the profitability decision, keep the template
+    loop(True)
+    fused, eager = [], []
+    for _ in range(repeats):
+        fused.append(median_time(lambda: loop(True), 1))
+        eager.append(median_time(lambda: loop(False), 1))
+    return statistics.median(fused) / calls * 1e6, statistics.median(eager) / calls * 1e6
+
+
 def walk_cost(n: int, repeats: int) -> tuple:
     """(µs for an unrelated read, µs for a read needing all n entries) of ``Trace.partition_for``."""
     views = [pk.View(4) for _ in range(n + 1)]
@@ -146,6 +172,10 @@ def main() -> None:
     traced_us, log_us, eager_us = logging_cost(args.calls, args.repeats)
     print(f"(a) per parallel_for: traced {traced_us:.2f} us (of which Runtime.log {log_us:.2f} us), "
           f"eager {eager_us:.2f} us (argument binding + launch)")
+
+    rerun_us, loop_eager_us = rerun_cost(args.calls, args.repeats)
+    print(f"(a2) per parallel_for in a loop read every 10 steps, everything counted: fused {rerun_us:.2f} us (matched "
+          f"by a rerun: compared, not traced), eager {loop_eager_us:.2f} us")
 
     print("(b) dependency walk of one host access over N pending entries:")
     for n in (10, 100, 1000, 4000):

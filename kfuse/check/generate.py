@@ -72,7 +72,25 @@ def program(ch, failures: bool = True, max_steps: int = 16) -> tuple:
         else:
             continue
         steps.append(step)
+    if len(steps) >= 2 and ch.integer(0, 3) == 0:
+        return _repeated(ch, steps)
     return tuple(steps)
+
+
+def _repeated(ch, steps: list) -> tuple:
+    """``steps`` with a run of them repeated 2-5 times, as a time-step loop repeats its body (the runtime reruns a
+    repeated flush without tracing, kfuse/rerun.py); one repetition may call with another number."""
+    start = ch.integer(0, len(steps) - 1)
+    end = ch.integer(start + 1, len(steps))
+    body, times = steps[start:end], ch.integer(2, 5)
+    copies = [list(body) for _ in range(times - 1)]
+    changed = ch.integer(0, 2 * len(copies) - 1)  # half of the time: no copy changes
+    if changed < len(copies):
+        for k, step in enumerate(copies[changed]):
+            if isinstance(step, Call) and isinstance(step.alpha, (int, float)) and KERNELS[step.kernel].scalar == "alpha":
+                copies[changed][k] = Call(step.kernel, step.arrays, ch.choice(SCALARS), step.team)
+                break
+    return tuple(steps[:end] + [s for copy in copies for s in copy] + steps[end:])
 
 
 def call(ch, n_results: int, failures: bool = True) -> Call:
