@@ -23,8 +23,14 @@ from examples.nstream import SCALAR, nstream
 ITERATIONS = 50
 
 
-def timed(fn, repeats: int) -> float:
-    fn()  # warm-up: compiles
+def timed(fn, repeats: int, settle: int = 12) -> float:
+    """Median seconds of ``fn`` after warm-up runs (compiles), repeated while fusion's profitability decisions are
+    still being timed (fuser/profit.py), so the timed runs follow settled decisions."""
+    for _ in range(settle):
+        before = pk.stats()["profit_trials"]
+        fn()
+        if pk.stats()["profit_trials"] == before:
+            break
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
