@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kfuse as pk
-from kfuse import counters, pipeline
+from kfuse import context, counters, pipeline, spaces
 from kfuse.backends import pyops
 from kfuse.backends.kokkos import KOKKOS
 from kfuse.backends.python import PYTHON
@@ -26,6 +26,15 @@ from kfuse.runtime.launch import policy_slots
 import test_constructs
 from test_constructs import mixed_int_widths
 from test_error_frames import load_module
+
+
+@pytest.fixture(autouse=True)
+def host_default_space():
+    """Kernels here are specialised for the python backend directly (not through a runtime of its own, which
+    would do this): a GPU default space (KFUSE_DEFAULT_SPACE=Cuda) runs on the host, as the engine runs it."""
+    runtime = context.current()
+    if spaces.on_device(runtime.default_space.value):
+        runtime.default_space = spaces.ExecutionSpace.OpenMP
 
 
 def call(wu, op="for", policy=None, backend=PYTHON, **kwargs):
