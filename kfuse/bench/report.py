@@ -8,6 +8,7 @@ import platform
 from .. import config
 from ..compiler import toolchain
 from .paper import TABLE5_CPU
+from .subjects import npbench_name
 
 
 def machine() -> dict:
@@ -47,6 +48,15 @@ def _x(x) -> str:
     return "-" if x is None else f"{x:.2f}x"
 
 
+def _by_paper_row(subs: dict) -> list:
+    """Subject names in run order, each NPBench subject's forms (adi, adi_statements) next to each other: they
+    share the paper's rows."""
+    rows: dict = {}
+    for name in subs:
+        rows.setdefault(npbench_name(name), []).append(name)
+    return [name for names in rows.values() for name in names]
+
+
 def markdown(data: dict) -> str:
     m = data["machine"]
     out = ["# kfuse benchmark", "",
@@ -76,11 +86,12 @@ def markdown(data: dict) -> str:
     out += ["", "## Ours next to the paper (PyFuser Table 5, CPU speedups UO/O)", "",
             "| subject | ours: group (# kernels) UO/O | paper: kernel (# kernels) Xeon UO/O, EPYC UO/O |",
             "|---|---|---|"]
-    for name, r in subs.items():
+    for name in _by_paper_row(subs):
+        r = subs[name]
         ours = "; ".join(f"{g['name']} ({g['kernels']}) {_x(g['speedup_uo'])}/{_x(g['speedup_o'])}"
                          for g in r["groups"]) or "no fused group"
         paper = "; ".join(f"{k} ({n}) {a:.2f}/{b:.2f}, {c:.2f}/{d:.2f}"
-                          for k, n, a, b, c, d in TABLE5_CPU.get(name, []))
+                          for k, n, a, b, c, d in TABLE5_CPU.get(npbench_name(name), []))
         out.append(f"| {name} | {ours} | {paper or '(not in the paper)'} |")
     out += ["", "## End to end (seconds per run, Python included, warm cache)", "",
             "| subject | eager | traced only | fused UO | fused O | fused O vs eager | tracing overhead | "

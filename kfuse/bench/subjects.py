@@ -21,8 +21,10 @@ from . import fig2, numpy_refs
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 NPBENCH = ("adi", "covariance", "fdtd_2d", "jacobi_1d", "mvt", "syrk", "syr2k")
-ORDER = ("paper_fig2", "babelstream", "gups", "gups_atomic", "nstream", "transpose", *NPBENCH, "gaussian_nb",
-         "examinimd")
+#: the same subjects as one kernel per NumPy statement (examples/npbench/<name>_statements.py), as PyKokkos ports
+NPBENCH_STATEMENTS = tuple(f"{name}_statements" for name in NPBENCH)
+ORDER = ("paper_fig2", "babelstream", "gups", "gups_atomic", "nstream", "transpose", *NPBENCH, *NPBENCH_STATEMENTS,
+         "gaussian_nb", "examinimd")
 #: transform sets of the ablation, in the order the manager runs them
 ABLATION = (("none", "none"), ("args", "args"), ("args+loops", "args,loops"),
             ("args+loops+restrict", "args,loops,restrict"), ("all", "all"))
@@ -72,10 +74,16 @@ def _example(module: str, **fixed):
     return make
 
 
-def _npbench(name: str):
+def npbench_name(subject: str) -> str:
+    """The NPBench subject a subject runs ('adi' for 'adi' and 'adi_statements'): its NumPy baseline and paper rows."""
+    return subject.removesuffix("_statements")
+
+
+def _npbench(module: str):
+    """examples/npbench/<module>.py, timed and checked against NumPy's version of its NPBench subject."""
     def make():
-        mod = import_example(f"examples.npbench.{name}", "initialize", "run_kfuse")
-        ref = getattr(numpy_refs, name)
+        mod = import_example(f"examples.npbench.{module}", "initialize", "run_kfuse")
+        ref = getattr(numpy_refs, npbench_name(module))
 
         def sized(size):
             return mod.initialize("small" if size == "smoke" else size)
@@ -138,7 +146,7 @@ def load(name: str) -> Subject:
     if name == "paper_fig2":
         prepare, check = _fig2()
         return Subject(name, prepare, check=check, ablation=True)
-    if name in NPBENCH:
+    if name in NPBENCH or name in NPBENCH_STATEMENTS:
         prepare, numpy, check = _npbench(name)()
         return Subject(name, prepare, numpy=numpy, check=check)
     if name == "examinimd":
