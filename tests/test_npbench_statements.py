@@ -57,7 +57,7 @@ GROUPS = {
     adi_statements: _sweeps,
     covariance_statements: lambda p: [("column_mean", "center_column", "zero_row")]
     + [("covariance_row",)] * p["data"].shape[1],
-    fdtd_2d_statements: lambda p: [("ey_top", "ey_update"), ("ex_update",), ("hz_update",)] * p["TMAX"],
+    fdtd_2d_statements: lambda p: [("ey_top", "ey_update", "ex_update"), ("hz_update",)] * p["TMAX"],
     jacobi_1d_statements: lambda p: [("b_from_a",), ("a_from_b",)] * p["TSTEPS"],
     mvt_statements: lambda p: [("x1_plus_a_y1", "x2_plus_y2_a")],
     syrk_statements: _rows("add_rank1"),
@@ -68,7 +68,7 @@ LOCAL, RANGE = Split.NOT_THREAD_LOCAL, Split.RANGE
 SPLITS = {
     adi_statements: lambda p: [LOCAL] * (2 * p["TSTEPS"] - 1),
     covariance_statements: lambda p: [LOCAL] + [RANGE] * (p["data"].shape[1] - 1),
-    fdtd_2d_statements: lambda p: [RANGE] * (3 * p["TMAX"] - 1),
+    fdtd_2d_statements: lambda p: [RANGE] * (2 * p["TMAX"] - 1),
     jacobi_1d_statements: lambda p: [LOCAL] * (2 * p["TSTEPS"] - 1),
     mvt_statements: lambda p: [],
     syrk_statements: lambda p: [RANGE] * (p["A"].shape[0] - 1),

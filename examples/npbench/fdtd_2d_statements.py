@@ -7,8 +7,9 @@ NPBench's four statements per step, each a kernel over the columns j of its slic
   hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1]
                          + ey[1:, :-1] - ey[:-1, :-1])    -> hz_update    over j = 0..NY-2
 Group F (2 kernels, as in the paper): the two ey statements share the column range and touch only column j of
-ey. ex_update and hz_update have ranges of their own (and hz reads ex[:, j+1], ex_update's next thread's
-column), so each runs alone; the next step's ey_top starts a new group after hz_update. Columns, not rows, are
+ey. ex_update has a range of its own but touches neither ey nor what they read and write, so it joins them
+horizontally (one launch, the threads split between the two ranges); hz_update reads ex[:, j+1], ex_update's
+next thread's column, and runs alone; the next step's ey_top starts a new group after hz_update. Columns, not rows, are
 the thread index because the first statement is a row of ey: over rows, no two statements share a range
 (fdtd_2d.py runs over rows and fuses nothing).
 """
