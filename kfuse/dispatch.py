@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from . import context, guard
+from . import context, guard, untraced
 from .calls import bind
 from .errors import ArgumentError, public_error
 from .frontend import lambdas
@@ -35,7 +35,7 @@ def _split(args: tuple):
 
 def _dispatch(op: str, args: tuple, kwargs: dict):
     rt = context.current()
-    if rt.rerun.templates and len(args) == 2:  # the next call of a repeated flush costs a comparison
+    if rt.rerun.templates:  # the next call of a repeated flush costs a comparison
         with guard.lock:
             if rt.rerun.take(rt, op, args, kwargs):
                 return None
@@ -49,13 +49,17 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         from .backends.debug import run_nested
 
         return run_nested(op, policy, wu)
+    request = (op, (policy, wu), kwargs) if not positional and type(wu) is Workunit else None
     with guard.lock:
         binding, policy, values = bind(wu, op, policy, positional, kwargs, rt.backend)
         if rt.enabled:
+            streak = rt.streaks.get(binding.prepared) if rt.streaks else None
+            if streak is not None and rt.nothing_pending() and untraced.take(streak):
+                rt.counts["calls_untraced"] += 1
+                return _eager(rt, binding, policy, values)  # a kernel that keeps running alone (kfuse/untraced.py)
             call = binding.call(policy, values)
             call.site = _call_site()
-            if len(args) == 2 and type(wu) is Workunit:
-                call.request = (op, args, kwargs)
+            call.request = request
             return rt.log(call)  # runs at once if it touches memory the host reaches past barriers
         return _eager(rt, binding, policy, values)
 

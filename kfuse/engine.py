@@ -21,7 +21,7 @@ import contextlib
 import sys
 from collections import deque
 
-from . import calls as call_stage, config, context, counters, escape, guard, spaces, views
+from . import calls as call_stage, config, context, counters, escape, guard, spaces, untraced, views
 from . import backends
 from .errors import public_error
 from .fuser import explain as explain_records, profit
@@ -41,6 +41,7 @@ class Runtime:
         self.backend = backend or backends.named(config.BACKEND.get())
         self.logged = Trace()  # the pending calls (read it through ``trace``, which adds a Rerun's matched calls)
         self.rerun = Rerun()  # repeated flushes, rerun without tracing (kfuse/rerun.py)
+        self.streaks: dict = {}  # specialisation -> whether its calls fuse, or run untraced (kfuse/untraced.py)
         self.failures = Failures()
         self.enabled = config.FUSION.get() is True if fusion is None else fusion
         self._running = False  # a partition is running on the lock's owner: its own View accesses pass
@@ -59,6 +60,10 @@ class Runtime:
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0
         self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
+
+    def nothing_pending(self) -> bool:
+        """No trace entry, recorded array operation or call matched by a rerun: a call may run at once."""
+        return not (self.logged.entries or self.batch is not None or self.rerun.matched) and self.fuse
 
     @property
     def trace(self) -> Trace:
@@ -208,10 +213,12 @@ class Runtime:
         self._running = True
         calls = [e.call for e in entries]
         try:
-            record, launches = run_partition(self, calls, fuse=self.fuse if fuse is None else fuse)
+            record, launches, waiting = run_partition(self, calls, fuse=self.fuse if fuse is None else fuse)
         finally:
             self._running = False
-        self.rerun.keep(self, entries, launches, record)
+        self.rerun.keep(self, entries, launches, record, waiting)
+        if record.fused:
+            untraced.after_flush(self.streaks, calls, record)
 
 
 def _escaped_views(call) -> list:

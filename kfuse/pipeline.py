@@ -318,9 +318,10 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     written (or takes its Future) is not run and passes the same failure on (tracer/failures.py). A group
     the profitability rules keep apart (fuser/profit.py) runs member by member too, by the same path.
 
-    Returns (the flush's explain record, its launches): the launches as (kernel, policy slots, arguments,
-    call numbers, member of a group run apart?) when a repetition of this replayed partition could launch them again (kfuse/rerun.py: every
-    call ran, none failed or was timed, no array went unstored), else None.
+    Returns (the flush's explain record, its launches, the profitability entries of groups the cost model keeps apart
+    until their compile is repaid): the launches as (kernel, policy slots, arguments, call numbers, member of a group
+    run apart?) when a repetition of this replayed partition could launch them again (kfuse/rerun.py: every call
+    ran, none failed or was timed, no array went unstored), else None.
     """
     start = time.perf_counter()
     scheduled, how = schedule(rt, calls, fuse)
@@ -331,6 +332,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     scratch = liveness.unreachable(calls, plan.groups) if fusing else {}
     names = transforms.enabled() if fusing else frozenset()
     launches = [] if how == "replayed" and not any(scratch.values()) else None
+    waiting = []  # profitability entries of groups the cost model keeps apart until their compile is repaid
     keys, choices = {}, {}  # group number -> its fused_key, its profit.Choice (for groups without Futures)
     if fusing and config.PROFIT.get() != "off":  # before compile_ahead, which builds what the choices need
         for number, indices in enumerate(plan.groups):
@@ -350,7 +352,9 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                                                    scratch.get(number, frozenset()))
             if choice.text:
                 record.choices[indices[0]] = choice.text
-            if not profit.settled(choice):
+            if profit.waits_for_repayment(choice):
+                waiting.append(choice.entry)  # apart until the model says otherwise: a rerun asks it (profit.repaid)
+            elif not profit.settled(choice):
                 launches = None  # the next occurrence may run otherwise
             if not choice.fused:
                 counters.bump("groups_unfused")
@@ -381,7 +385,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                 launches = None
             elif launches is not None:
                 launches.append(_launch_of(index, call))
-    return record, launches
+    return record, launches, tuple(waiting)
 
 
 def _launch_of(index: int, call, apart: bool = False) -> tuple:

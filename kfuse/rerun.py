@@ -27,7 +27,7 @@ from math import copysign
 from . import config, escape, guard, views
 from .calls import KernelCall
 from .errors import KfuseError
-from .fuser import explain
+from .fuser import explain, profit
 from .pipeline import after_fault
 from .spaces import on_device
 from .tracer.failures import is_fault
@@ -59,6 +59,7 @@ class Template:
     partition: tuple  # the partition's calls, in the order it ran them
     launches: tuple  # (kernel, policy slots, arguments, partition positions, apart?), in the order they ran
     unfused: int  # groups the profitability decisions run apart
+    waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     geometry: tuple  # (View, ptr, shape, strides) of every View the calls take
     settings: tuple  # what the plan and kernels were made under (see ``_settings``)
     space: object  # the runtime's default space
@@ -102,6 +103,10 @@ class Rerun:
     def take(self, rt, op: str, args: tuple, kwargs: dict) -> bool:
         """Whether ``parallel_<op>(*args, **kwargs)`` is the next call of a template (then it is counted, and
         runs at the next host access); False leaves it to the ordinary path."""
+        if len(args) != 2:
+            if len(args) != 3 or type(args[0]) is not str:
+                return False
+            args = args[1:]  # PyKokkos's kernel label
         matched = self.matched
         if matched:
             template = self.current
@@ -148,7 +153,8 @@ class Rerun:
     def run(self, rt) -> None:
         """At a host access: launch a complete match's kernels, or make a partial one trace entries."""
         template = self.current
-        if not (self.matched == len(template.steps) and self._still_valid(rt, template)):
+        if not (self.matched == len(template.steps) and self._still_valid(rt, template)) \
+                or any(profit.repaid(entry) for entry in template.waiting):
             self.materialize(rt.logged)
             return
         self.matched = 0
@@ -193,9 +199,11 @@ class Rerun:
             rt.logged.append(_fresh(template.partition[i]))
 
     # --- keeping ---------------------------------------------------------------------------------
-    def keep(self, rt, entries: list, launches: list | None, record) -> None:
+    def keep(self, rt, entries: list, launches: list | None, record, waiting: tuple = ()) -> None:
         """After a flush ran ``entries``: keep it as a template if a repetition of it can be rerun (module
-        docstring), and mark the trace's pending calls as the next flush's head."""
+        docstring), and mark the trace's pending calls as the next flush's head. ``waiting``: the profitability
+        entries of groups the cost model runs apart until their compile is repaid (each rerun counts one more
+        occurrence of them, and the first the model would fuse goes through the trace instead)."""
         mark, self.mark = self.mark, rt.logged.arrivals
         if launches is None or rt.failures or guard.forked_after_start:
             return
@@ -227,7 +235,7 @@ class Rerun:
             self.templates.clear()
         self.templates[id(steps[0].workunit)] = Template(
             head, tuple(steps), tail, tuple(e.call for e in entries), tuple(launches),
-            len(record.groups) and sum(record.apart(g) for g in record.groups), tuple(geometry.values()),
+            len(record.groups) and sum(record.apart(g) for g in record.groups), waiting, tuple(geometry.values()),
             _settings(), rt.default_space, replace(record))
 
     def forget(self) -> None:

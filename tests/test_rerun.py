@@ -322,3 +322,46 @@ def test_a_compiled_loop_is_rerun_and_equals_eager():
     assert_same(expected, got)
     assert hows(text).count("rerun") >= 6
     assert stats["fused_kernels_launched"] >= 6
+
+
+@pytest.mark.backend("null")
+def test_a_group_the_model_keeps_apart_is_rerun_apart_until_its_compile_is_repaid(monkeypatch):
+    """Cost model: a 10.5 s compile, 1 s saved a run (one launch): occurrences 1-10 run apart (3-10 rerun, each
+    counted), the 11th fuses through the trace (a template again, fused) and the later ones are rerun fused."""
+    from kfuse.fuser import cost
+
+    monkeypatch.setenv("KFUSE_PROFIT", "model")
+    backend = context.current().backend
+    monkeypatch.setattr(type(backend), "compile_seconds", 10.5, raising=False)
+    monkeypatch.setattr(type(backend), "built", lambda self, rendered: False)
+    monkeypatch.setattr(cost, "LAUNCH_SECONDS", 1.0)
+    monkeypatch.setattr(cost, "BYTES_PER_SECOND", float("inf"))
+    x, v = view_of(X0), view_of(V0)
+    pk.parallel_for(N, push, dt=0.01, x=x, v=v)  # eager: both members are built
+    pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+    pk.enable_fusion()
+    for _ in range(15):
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        pk.fence()
+    records = list(context.current().records)[-15:]
+    assert [r.how for r in records] == ["", "replayed"] + ["rerun"] * 8 + ["replayed"] + ["rerun"] * 4
+    assert [r.apart(r.groups[0]) for r in records] == [True] * 10 + [False] * 5
+    fused = [launch.fused for launch in backend.launches[2:]]
+    assert fused == [False, False] * 10 + [True] * 5
+
+
+def test_a_labelled_loop_is_rerun():
+    """PyKokkos's optional kernel label, ``pk.parallel_for("name", n, workunit, ...)``, is matched too."""
+    def labelled():
+        x, v = view_of(X0), view_of(V0)
+        for step in range(20):
+            pk.parallel_for("push", N, push, dt=0.01, x=x, v=v)
+            pk.parallel_for("kick", N, kick, dt=0.01, x=x, v=v)
+            if step % 4 == 3:
+                pk.fence()
+        return x.copy(), v.copy()
+
+    expected, got, _, text = run_eager_and_fused(labelled)
+    assert_same(expected, got)
+    assert hows(text)[3:] == ["rerun"] * 2

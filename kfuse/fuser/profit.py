@@ -89,6 +89,22 @@ def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
                   f"{'fused' if fused else 'apart'}", timed=True, entry=entry)
 
 
+def waits_for_repayment(choice: Choice) -> bool:
+    """Whether ``choice`` is the model keeping a group apart until its compile is repaid (untimed): later occurrences
+    run apart too until ``repaid``, so a rerun (kfuse/rerun.py) may repeat it while counting them."""
+    return choice.rule == "model" and not choice.fused and not choice.timed and choice.entry is not None \
+        and choice.entry.estimate is not None
+
+
+def repaid(entry: Entry) -> bool:
+    """Count one more occurrence of a group the model keeps apart (``waits_for_repayment``); whether the model would
+    fuse it at this one (then it is not counted: the ordinary path asks ``choose``, which counts it)."""
+    if cost.judge(entry.estimate, entry.seen + 1)[0]:
+        return True
+    entry.seen += 1
+    return False
+
+
 def settled(choice: Choice) -> bool:
     """Whether every later occurrence gets this choice too (kfuse/rerun.py reuses it without asking): a decision
     made or remembered, fusion without a profitability setting, or the model's yes (its runs only add up)."""
