@@ -1,8 +1,8 @@
 """Calls not worth tracing: a kernel whose calls keep running alone pays for tracing and gets nothing back.
 
-After each flush with fusion on, every specialisation in it learns whether its call ran fused with others. One
-that ran alone -- a group of one call, or its group's members apart by a settled profitability decision -- in
-``STREAK`` flushes in a row runs untraced for its next ``backoff`` calls: at once, as with fusion off, whenever
+After each flush with fusion on, every specialisation in it learns whether its calls ran fused with others. One
+whose last ``STREAK`` calls ran alone -- each a group of one call, or in a group whose members ran apart by a
+settled profitability decision -- with none fused since, runs untraced for its next ``backoff`` calls: at once, as with fusion off, whenever
 nothing is pending (no trace entry, no recorded array operation, no call matched by a rerun), which is all an
 eager call needs to compute what the trace would. Then it is traced again, to see whether it fuses now. Each
 streak doubles the backoff (up to ``MAX_BACKOFF``); a fused call resets it. So a kernel that never fuses costs
@@ -20,7 +20,7 @@ MAX_BACKOFF = 4096
 
 @dataclass
 class Streak:
-    alone: int = 0  # flushes in a row in which this specialisation's calls ran alone
+    alone: int = 0  # calls of this specialisation that ran alone since one last ran fused
     backoff: int = FIRST_BACKOFF
     left: int = 0  # calls still to run untraced
 
@@ -28,7 +28,7 @@ class Streak:
 def after_flush(streaks: dict, calls: list, record) -> None:
     """Tell each specialisation of a flush (``record``: its explain record) whether its calls ran fused;
     ``streaks``: the runtime's, per specialisation."""
-    fused_ones, alone_ones = set(), {}
+    fused_ones, alone = set(), {}  # alone: specialisation -> its calls that ran alone
     for members in record.groups:
         choice = record.choices.get(members[0], "")
         if len(members) > 1 and "timing trial" in choice:
@@ -37,16 +37,16 @@ def after_flush(streaks: dict, calls: list, record) -> None:
         for i in members:
             prepared = calls[i].prepared
             if fused:
-                fused_ones.add(id(prepared))
-            alone_ones[id(prepared)] = prepared
-    for key, prepared in alone_ones.items():
+                fused_ones.add(prepared)
+            alone[prepared] = alone.get(prepared, 0) + (not fused)
+    for prepared, count in alone.items():
         streak = streaks.get(prepared)
         if streak is None:
             streak = streaks[prepared] = Streak()
-        if key in fused_ones:
+        if prepared in fused_ones:
             streak.alone, streak.backoff = 0, FIRST_BACKOFF
             continue
-        streak.alone += 1
+        streak.alone += count
         if streak.alone >= STREAK and prepared.spec.op == "for":
             streak.alone, streak.left = 0, streak.backoff
             streak.backoff = min(2 * streak.backoff, MAX_BACKOFF)
