@@ -354,6 +354,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                 record.choices[indices[0]] = choice.text
             if profit.waits_for_repayment(choice):
                 waiting.append(choice.entry)  # apart until the model says otherwise: a rerun asks it (profit.repaid)
+                record.provisional.add(indices[0])
             elif not profit.settled(choice):
                 launches = None  # the next occurrence may run otherwise
             if not choice.fused:

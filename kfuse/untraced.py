@@ -31,8 +31,8 @@ def after_flush(streaks: dict, calls: list, record) -> None:
     fused_ones, alone = set(), {}  # alone: specialisation -> its calls that ran alone
     for members in record.groups:
         choice = record.choices.get(members[0], "")
-        if len(members) > 1 and "timing trial" in choice:
-            continue  # an experiment of the profitability measurement, not a decision
+        if len(members) > 1 and ("timing trial" in choice or members[0] in record.provisional):
+            continue  # an experiment of the profitability measurement, or apart only until a compile is repaid
         fused = len(members) > 1 and not record.apart(members) and members[0] in record.kernels
         for i in members:
             prepared = calls[i].prepared
