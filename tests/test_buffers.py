@@ -156,3 +156,13 @@ def test_recorded_operations_run_as_one_kernel_even_past_a_full_pool(monkeypatch
         x0 += 0.5 * np.sqrt(x0)
     np.testing.assert_allclose(np.asarray(x), x0, rtol=1e-13)
     assert pk.stats()["flushes"] == 1 and pk.stats()["kernels_launched"] == 1, pk.explain()
+
+def test_small_results_come_from_the_pool_too():
+    x = pk.array(np.linspace(0.5, 2.0, 5))
+    first = pk.exp(x)
+    address = first.ptr
+    assert buffers.holds(first._array.base)
+    del first
+    second = pk.log(x)  # 40 bytes: the slab the dropped result left
+    assert second.ptr == address
+    assert_ulps(np.asarray(second), np.log(np.linspace(0.5, 2.0, 5)))
