@@ -114,12 +114,42 @@ def _offset(index, array: np.ndarray) -> int | None:
     return offset
 
 
-def _within(cached, lo: int, hi: int):
-    """A part's ``_escapes`` from its whole's (the entries covering the part cover the whole), or None when that
-    is stale."""
+def _escape_entries(view: "View") -> tuple:
+    """The escape entries covering ``view``'s bytes, kept per ``escape.version``."""
+    cached = view._escapes
     if cached is None or cached[0] != escape.version:
-        return None
-    return cached if not cached[1] else (cached[0], tuple(e for e in cached[1] if e.lo < hi and lo < e.hi))
+        cached = view._escapes = (escape.version, escape.covering(*view.bounds))
+    return cached[1]
+
+
+def _within(whole: "View", lo: int, hi: int) -> tuple:
+    """A part's ``_escapes`` from its whole's (the entries covering the part cover the whole): the whole's own
+    tuple where every entry covers the part too, so ``escaped_any`` asks them once for all the parts."""
+    entries = _escape_entries(whole)
+    if entries:
+        kept = tuple(e for e in entries if e.lo < hi and lo < e.hi)
+        entries = entries if len(kept) == len(entries) else kept
+    return escape.version, entries
+
+
+def escaped_any(target: "View | None", views: list) -> bool:
+    """Whether a kernel writing ``target`` (None: nothing) and reading ``views`` must run at once (``escaped``),
+    each tuple of escape entries asked once: the Views of an array statement are mostly slices of one array,
+    which share their whole's (an entry not active for a write is not for a read)."""
+    asked = []
+    if target is not None:
+        entries = _escape_entries(target)
+        if entries:
+            if escape.is_escaped(entries, True):
+                return True
+            asked.append(entries)
+    for v in views:
+        entries = _escape_entries(v)
+        if entries and not any(entries is a for a in asked):
+            if escape.is_escaped(entries, False):
+                return True
+            asked.append(entries)
+    return False
 
 
 def _sig(view) -> tuple:
@@ -288,10 +318,8 @@ class View:
     def escaped(self, write: bool = True) -> bool:
         """Whether a kernel reading (and, with ``write``, writing) this View must run at once, because the
         host can reach its bytes without a barrier right now (kfuse/escape.py)."""
-        cached = self._escapes
-        if cached is None or cached[0] != escape.version:
-            cached = self._escapes = (escape.version, escape.covering(*self.bounds))
-        return bool(cached[1]) and escape.is_escaped(cached[1], write)
+        entries = _escape_entries(self)
+        return bool(entries) and escape.is_escaped(entries, write)
 
     def subview(self, *index) -> "View":
         """A View of a slice of this one, sharing its memory and trait (writes through one are seen by the other).
@@ -333,7 +361,7 @@ class View:
                 hi += itemsize
         view.bounds = (lo, hi) if array.size else (lo, lo)
         view.sig = _sig(view)
-        view._escapes = _within(whole._escapes, *view.bounds)
+        view._escapes = _within(whole, *view.bounds)
         return view
 
     def __copy__(self) -> "View":

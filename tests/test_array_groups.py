@@ -225,3 +225,16 @@ def test_a_plan_is_not_reused_where_anything_it_decides_differs():
         return [a, b, *results]
 
     assert_same(program, grid(15), grid(16), rtol=1e-13)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.integers(-40, 40), st.integers(-12, 12), st.integers(-40, 40), st.integers(-12, 12), st.integers(1, 12))
+def test_progressions_meet_at_other_indices_exactly_when_enumeration_says(start_a, step_a, start_b, step_b, n):
+    """overlap.meets_apart against listing every address of both progressions."""
+    from kfuse.ops import overlap
+
+    where_b = {}
+    for j in range(n):
+        where_b.setdefault(start_b + j * step_b, set()).add(j)
+    brute = any(j != i for i in range(n) for j in where_b.get(start_a + i * step_a, ()))
+    assert overlap.meets_apart(start_a, step_a, start_b, step_b, n) == brute

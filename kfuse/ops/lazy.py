@@ -25,8 +25,8 @@ from ..dispatch import parallel_for, parallel_reduce, run_now
 from ..future import Future
 from ..policies import MDRangePolicy
 from ..types import DType
-from ..views import View
-from . import _common, kernels, plans, stores  # _common imports this module: its names are read at call time
+from ..views import View, escaped_any
+from . import _common, kernels, overlap, plans, stores  # _common imports this module: its names are read at call time
 from .group import Group, elements
 
 _MAX_STEPS = 256  # recorded steps that run without waiting for anything else
@@ -88,7 +88,7 @@ def run(wu, target: View, operands: tuple, fresh: bool) -> View:
         return run(kernels.copy_k, target, (run(wu, scratch, operands, True),), False)
     step = Step(wu, target, operands, fresh)
     rt = context.current()
-    if rt.enabled and rt.fuse and not wide and not (escape.live() and _escaped(target, views, fresh)):
+    if rt.enabled and rt.fuse and not wide and not (escape.live() and escaped_any(None if fresh else target, views)):
         with guard.lock:
             _append(rt, step, views, grid)
         return target
@@ -127,22 +127,13 @@ def _append(rt, step: Step, views: list, grid: bool) -> None:
         rt.run_batch(host_waits=True)
 
 
-def _escaped(target: View, views: list, fresh: bool) -> bool:
-    """Whether the host reaches one of the Views past the barriers (the call must then run at once)."""
-    if not fresh and target.escaped(True):
-        return True
-    for v in views:
-        if v.escaped(False):
-            return True
-    return False
-
-
 def _overlaps_apart(target: View, views: list) -> bool:
-    """Whether an operand shares bytes with ``target`` without being its elements as its dtype."""
+    """Whether an operand shares bytes with ``target`` other than as the same element as the same dtype
+    (kfuse/ops/overlap.py)."""
     lo, hi = target.bounds
     for v in views:
-        if v is not target and v.bounds[0] < hi and lo < v.bounds[1] and (
-                v.dtype is not target.dtype or elements(v) != elements(target)):
+        if v is not target and v.bounds[0] < hi and lo < v.bounds[1] and (v.dtype is not target.dtype or (
+                elements(v) != elements(target) and overlap.conflict(v, target))):
             return True
     return False
 
