@@ -126,9 +126,10 @@ def _within(whole: "View", lo: int, hi: int) -> tuple:
     """A part's ``_escapes`` from its whole's (the entries covering the part cover the whole): the whole's own
     tuple where every entry covers the part too, so ``escaped_any`` asks them once for all the parts."""
     entries = _escape_entries(whole)
-    if entries:
-        kept = tuple(e for e in entries if e.lo < hi and lo < e.hi)
-        entries = entries if len(kept) == len(entries) else kept
+    for e in entries:
+        if not (e.lo < hi and lo < e.hi):
+            entries = tuple(e for e in entries if e.lo < hi and lo < e.hi)
+            break
     return escape.version, entries
 
 

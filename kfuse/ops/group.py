@@ -129,40 +129,34 @@ def _all_of_shape(shape: tuple | None, target: View, views: list) -> bool:
 
 
 class _Touched:
-    """The memory a group reads (or writes): every View's elements with their dtype, the elements that other
-    elements here overlap, and the spans apart: those of new results in the order they were made (a View made
-    before a new result cannot overlap it: its memory was new then), the others' in a list."""
+    """The memory a group reads (or writes): every View's elements with their dtype, and their spans apart: those
+    of new results in the order they were made (a View made before a new result cannot overlap it: its memory was
+    new then), the others' in a list."""
 
     def __init__(self):
-        self.exact, self.crossed, self.others, self.fresh = {}, set(), [], []
+        self.exact, self.others, self.fresh = {}, [], []
 
     def add(self, view: View, key, fresh: bool) -> None:
         """Note ``view`` (its ``elements`` ``key``, not noted yet)."""
         self.exact[key] = view.dtype
-        if fresh:  # nothing noted yet can overlap new memory
+        if fresh:
             self.fresh.append((view.uid, *view.bounds, key))
-            return
-        crossing = self._crossing(view, key)
-        if crossing:
-            self.crossed.update(crossing)
-            self.crossed.add(key)
-        self.others.append((*view.bounds, key))
+        else:
+            self.others.append((*view.bounds, key))
 
     def aligned(self, view: View) -> bool:
         """Whether ``view`` overlaps none of this memory except as exactly the same elements and dtype."""
         key = view.bounds if view.storage == "right" else (view.bounds, view.strides)  # (``elements``)
         dtype = self.exact.get(key)
-        if dtype is not None:
-            return dtype is view.dtype and key not in self.crossed
-        return not self._crossing(view, key)
-
-    def _crossing(self, view: View, key) -> list:
-        """The noted elements other than ``key`` that share bytes with ``view``."""
+        if dtype is not None and dtype is not view.dtype:
+            return False
         lo, hi = view.bounds
-        found = [k for a, b, k in self.others if lo < b and a < hi and k != key]
+        for a, b, k in self.others:
+            if lo < b and a < hi and k != key:
+                return False
         for uid, a, b, k in self.fresh:  # uids grow: stop at the first result made after the View
             if uid > view.uid:
                 break
             if lo < b and a < hi and k != key:
-                found.append(k)
-        return found
+                return False
+        return True
