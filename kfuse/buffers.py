@@ -10,7 +10,11 @@ allocation). A result keeps its slab through NumPy's ``base``.
 
 The pool keeps at most ``KFUSE_POOL_BYTES`` of slabs; past that, new results are plain allocations. A slab
 handed out again is new memory to everyone else: the GPU mirror of the old contents is dropped first
-(runtime/device.py), and no pending call or failure record can name it (either would hold a View over it).
+(runtime/device.py), no pending call can name it (it would hold a View over it), and the bytes a failed call
+lost in it are forgotten (kfuse/tracer/failures.py keys them by memory owner, which for pooled memory is the
+slab, alive in the pool: they would poison the new result; the failure itself is still reported at
+``pk.fence()``). The failures forgotten are the runtime's in charge: a program running several runtimes may
+see a later result of another one refused as lost (an error, never a stale value).
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import math
 
 import numpy as np
 
-from . import config, refcount
+from . import config, context, refcount
 from .runtime import device
 
 _slabs: dict = {}  # nbytes -> [slab, ...]
@@ -39,6 +43,10 @@ def _free_slab(nbytes: int):
         if not refcount.others(slabs, i):
             _cursor[nbytes] = i + 1
             device.forget(slabs[i])
+            failures = context.current().failures
+            if failures:
+                address = _addresses[id(slabs[i])]
+                failures.clear(address, address + nbytes)
             return slabs[i]
     _cursor[nbytes] = start + _PROBES
     return None
