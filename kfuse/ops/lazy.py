@@ -174,6 +174,8 @@ def _alone(step: Step, grid: bool, mode: _Mode) -> None:
 def _grid(shape: tuple) -> MDRangePolicy:
     policy = _GRIDS.get(shape)
     if policy is None:
+        if len(_GRIDS) >= 1024:  # a program of many shapes: keep the recent ones
+            _GRIDS.clear()
         policy = _GRIDS[shape] = MDRangePolicy([0, 0], list(shape))
     return policy
 
