@@ -1,7 +1,7 @@
 """What one array operation costs the host while fusing: ``pk.multiply(view, 3.0)`` and ``pk.add(view, view)``
-(recorded: kfuse/ops/lazy.py) against a traced ``pk.parallel_for`` of the kernel each stands for, in one process,
-alternated; batches of 100 calls, each followed by a flush (not timed: it holds the batch's analysis and launch);
-medians in microseconds per call.
+(recorded: kfuse/ops/lazy.py; which steps share a kernel is decided as each is recorded) against a traced
+``pk.parallel_for`` of the kernel each stands for, in one process, alternated; batches of 100 calls, each followed
+by a flush (not timed: it holds the stores' decision and the launch); medians in microseconds per call.
 
     KFUSE_NUM_THREADS=1 OMP_WAIT_POLICY=passive .venv/bin/python benchmarks/bench_op_cost.py [--batches 30]
 """

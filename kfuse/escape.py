@@ -61,11 +61,19 @@ class _Entry:
         chain = self.chain
         if chain is None or chain is ALWAYS:
             return True
-        if not write and not any(chain[i].flags.writeable for i in range(len(chain))):
-            return False  # the program cannot change read-only memory, so a delayed read sees what it would now
+        # loops, not generators: this runs for every array operation on a user's array
+        if not write:
+            for i in range(len(chain)):
+                if chain[i].flags.writeable:
+                    break
+            else:
+                return False  # the program cannot change read-only memory, so a delayed read sees what it would now
         # kfuse's own references: the alias (or the previous link), this chain, and getrefcount's argument
         # (indexing, not a loop variable, which would be one more)
-        return any(sys.getrefcount(chain[i]) > 3 for i in range(len(chain)))
+        for i in range(len(chain)):
+            if sys.getrefcount(chain[i]) > 3:
+                return True
+        return False
 
 
 ALWAYS = object()
@@ -144,4 +152,7 @@ def covering(lo: int, hi: int) -> tuple:
 
 
 def is_escaped(entries: tuple, write: bool) -> bool:
-    return any(e.active(write) for e in entries)
+    for e in entries:
+        if e.active(write):
+            return True
+    return False

@@ -82,11 +82,75 @@ def _whole(index) -> bool:
 
 
 def _sliced(index) -> bool:
-    """Whether ``array[index]`` is NumPy basic indexing with a slice (an array sharing memory, never a copy)."""
+    """Whether ``array[index]`` is NumPy basic indexing with a slice (an array sharing memory, never a copy).
+    A loop, not generators: array code slices at every statement."""
+    if type(index) is slice:
+        return True
+    if type(index) is not tuple:
+        return index is Ellipsis
+    sliced = False
+    for i in index:
+        if type(i) is slice or i is Ellipsis:
+            sliced = True
+        elif type(i) is not int and (not isinstance(i, numbers.Integral) or isinstance(i, (bool, np.bool_))):
+            return False
+    return sliced
+
+
+def _offset(index, array: np.ndarray) -> int | None:
+    """The byte offset of ``array[index]`` (a non-empty result of slices and ints) from ``array``'s start, or
+    None for other indices (NumPy is asked then)."""
     items = index if type(index) is tuple else (index,)
-    return any(type(i) is slice or i is Ellipsis for i in items) and all(
-        type(i) is slice or i is Ellipsis or isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_))
-        for i in items)
+    if len(items) > array.ndim:
+        return None
+    offset = 0
+    for item, n, stride in zip(items, array.shape, array.strides):
+        if type(item) is slice:
+            offset += item.indices(n)[0] * stride
+        elif type(item) is int:
+            offset += (item + n if item < 0 else item) * stride
+        else:
+            return None
+    return offset
+
+
+def _escape_entries(view: "View") -> tuple:
+    """The escape entries covering ``view``'s bytes, kept per ``escape.version``."""
+    cached = view._escapes
+    if cached is None or cached[0] != escape.version:
+        cached = view._escapes = (escape.version, escape.covering(*view.bounds))
+    return cached[1]
+
+
+def _within(whole: "View", lo: int, hi: int) -> tuple:
+    """A part's ``_escapes`` from its whole's (the entries covering the part cover the whole): the whole's own
+    tuple where every entry covers the part too, so ``escaped_any`` asks them once for all the parts."""
+    entries = _escape_entries(whole)
+    for e in entries:
+        if not (e.lo < hi and lo < e.hi):
+            entries = tuple(e for e in entries if e.lo < hi and lo < e.hi)
+            break
+    return escape.version, entries
+
+
+def escaped_any(target: "View | None", views: list) -> bool:
+    """Whether a kernel writing ``target`` (None: nothing) and reading ``views`` must run at once (``escaped``),
+    each tuple of escape entries asked once: the Views of an array statement are mostly slices of one array,
+    which share their whole's (an entry not active for a write is not for a read)."""
+    asked = []
+    if target is not None:
+        entries = _escape_entries(target)
+        if entries:
+            if escape.is_escaped(entries, True):
+                return True
+            asked.append(entries)
+    for v in views:
+        entries = _escape_entries(v)
+        if entries and not any(entries is a for a in asked):
+            if escape.is_escaped(entries, False):
+                return True
+            asked.append(entries)
+    return False
 
 
 def _sig(view) -> tuple:
@@ -255,19 +319,51 @@ class View:
     def escaped(self, write: bool = True) -> bool:
         """Whether a kernel reading (and, with ``write``, writing) this View must run at once, because the
         host can reach its bytes without a barrier right now (kfuse/escape.py)."""
-        cached = self._escapes
-        if cached is None or cached[0] != escape.version:
-            cached = self._escapes = (escape.version, escape.covering(*self.bounds))
-        return bool(cached[1]) and escape.is_escaped(cached[1], write)
+        entries = _escape_entries(self)
+        return bool(entries) and escape.is_escaped(entries, write)
 
     def subview(self, *index) -> "View":
         """A View of a slice of this one, sharing its memory and trait (writes through one are seen by the other).
 
         No barrier: slicing touches no data, and the tracer orders the two Views by their shared bytes."""
-        sub = self._array[index if len(index) != 1 else index[0]]
+        index = index if len(index) != 1 else index[0]
+        sub = self._array[index]
         if not isinstance(sub, np.ndarray) or sub.ndim == 0:
             raise IndexError("subview needs slices that keep at least one dimension")
-        return View.wrap(sub, self.trait)
+        offset = _offset(index, self._array) if sub.size else None
+        return View._part(sub, self, None if offset is None else self.ptr + offset)
+
+    @classmethod
+    def _part(cls, array: np.ndarray, whole: "View", ptr: int | None = None) -> "View":
+        """A View over ``array``, a slice of ``whole``'s array at ``ptr`` (None: asked of NumPy): ``_take``'s
+        fields, set directly (slices keep the dtype and whole-element strides; array code makes several per
+        statement)."""
+        view = cls.__new__(cls)
+        itemsize = array.itemsize
+        view._array, view.uid, view.dtype, view.shape = array, next(_uids), whole.dtype, array.shape
+        view.ndim = ndim = array.ndim
+        strides = array.strides
+        view.strides = (strides[0] // itemsize,) if ndim == 1 else tuple(s // itemsize for s in strides)
+        if ptr is None:
+            ptr = array.__array_interface__["data"][0]
+        view.ptr = lo = hi = ptr
+        view.trait = whole.trait
+        if array.flags.c_contiguous:
+            view.storage = "right"
+            hi += array.nbytes
+        else:
+            view.storage = "stride"
+            if array.size:  # byte_bounds' rule
+                for n, s in zip(view.shape, strides):
+                    if s < 0:
+                        lo += (n - 1) * s
+                    else:
+                        hi += (n - 1) * s
+                hi += itemsize
+        view.bounds = (lo, hi) if array.size else (lo, lo)
+        view.sig = _sig(view)
+        view._escapes = _within(whole, *view.bounds)
+        return view
 
     def __copy__(self) -> "View":
         """Copying a View gives the View itself, as in PyKokkos (whose programs deep-copy objects holding Views

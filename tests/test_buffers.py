@@ -1,6 +1,8 @@
 """Result memory reused once nothing refers to it (kfuse/buffers.py): when, when not, and values stay right."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -156,3 +158,39 @@ def test_recorded_operations_run_as_one_kernel_even_past_a_full_pool(monkeypatch
         x0 += 0.5 * np.sqrt(x0)
     np.testing.assert_allclose(np.asarray(x), x0, rtol=1e-13)
     assert pk.stats()["flushes"] == 1 and pk.stats()["kernels_launched"] == 1, pk.explain()
+
+def test_small_results_come_from_the_pool_too():
+    x = pk.array(np.linspace(0.5, 2.0, 5))
+    first = pk.exp(x)
+    address = first.ptr
+    assert buffers.holds(first._array.base)
+    del first
+    second = pk.log(x)  # 40 bytes: the slab the dropped result left
+    assert second.ptr == address
+    assert_ulps(np.asarray(second), np.log(np.linspace(0.5, 2.0, 5)))
+
+
+def test_a_slab_a_failed_call_lost_is_new_memory_when_handed_out_again():
+    """A failed call poisons what reads its lost result, keyed by the memory's owner, which for a pooled result
+    is the slab: handed out again for a new result, those bytes must not be taken as lost."""
+    from kfuse.check.faults import failing_compiles
+    from kfuse.check.kernels import k_broken
+
+    x = pk.array(data(7))
+    pk.enable_fusion()
+    try:
+        with failing_compiles():
+            lost = pk.exp(x)
+            pk.parallel_for(N, k_broken, x=x, y=lost)  # fails when it runs
+            derived = pk.multiply(lost, 2.0)  # reads what it lost: poisoned, in a slab of its own
+            address = derived.ptr
+            with pytest.raises(pk.DeferredError, match="k_broken"):
+                pk.fence()
+        buffers.release()  # no other free slab of this size: the next result takes derived's
+        del derived
+        gc.collect()  # (the error's traceback held the frames that held it)
+        again = pk.log(x)
+        assert again.ptr == address
+        assert_ulps(np.asarray(again), np.log(data(7)))
+    finally:
+        pk.disable_fusion()

@@ -1,7 +1,7 @@
 """fdtd_2d as array code: NPBench's NumPy kernel, and the same statements as kfuse array operations.
 
-Column slices (``hz[:, 1:]``) are strided 2-D Views: the elementwise kernels take them through contiguous
-copies (kfuse/ops/_common.py), which cost kernels of their own.
+Column slices (``hz[:, 1:]``) are strided 2-D Views, which the generated kernels read and write in place
+(2-D kernels, kfuse/ops/lazy.py): each statement is one kernel.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """jacobi_1d as array code: NPBench's NumPy kernel, and the same statements as kfuse array operations.
 
 Each kfuse line is the NumPy line above it: slices of Views are subviews sharing memory, results go to
-``out=``. The two statements of a step read neighbours of what the other wrote, so nothing fuses.
+``out=``. Each statement's three operations are one kernel; the two statements of a step read neighbours of
+what the other wrote, so they are two kernels, each run as soon as the next statement starts.
 NPBench steps ``range(1, TSTEPS)``; here TSTEPS steps, as the hand-written kernels in jacobi_1d.py.
 """
 from __future__ import annotations

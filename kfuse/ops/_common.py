@@ -1,10 +1,10 @@
 """Operand handling shared by the array operations: Views vs scalars, result types, output Views, layouts.
 
-Elementwise kernels run over 1-D Views of operands broadcast to one shape (NumPy's rules). A C-contiguous
-View of any rank is handed to them as a flat 1-D View over the same memory (the tracer follows byte ranges,
-so dependencies stay exact); the flat View is cached per View so repeated operations on one array see one
-flat View. A strided 2-D View is copied into a contiguous one first (and results for a strided ``out=`` are
-copied back).
+Elementwise kernels run over Views of operands broadcast to one shape (NumPy's rules). A C-contiguous View of
+any rank is handed to them as a flat 1-D View over the same memory (the tracer follows byte ranges, so
+dependencies stay exact); the flat View is cached per View so repeated operations on one array see one flat
+View. Strided Views of rank 1 and 2 are read and written in place (kfuse/ops/lazy.py); strided ones of higher
+rank, which the kernels do not take, are refused.
 None of this touches the data on the host, so nothing here forces pending kernels to run.
 """
 from __future__ import annotations
@@ -22,9 +22,10 @@ from ..dispatch import parallel_for
 from ..future import Future
 from ..types import DType, dtype_of
 from ..views import View
-from . import kernels, lazy
+from . import expressions, kernels, lazy
 
 _flat_views: "weakref.WeakKeyDictionary[View, View]" = weakref.WeakKeyDictionary()
+_ON_DEVICE: dict = {}  # ExecutionSpace -> whether its kernels run on a GPU
 
 
 def is_array(x) -> bool:
@@ -144,7 +145,11 @@ def _run_pending() -> bool:
 def new_view(shape, dtype) -> View:
     """A result's View: uninitialised memory (a kernel writes it next), on a GPU not copied over before that."""
     array, ptr = buffers.empty(shape, dtype, make_room=_run_pending)
-    if on_device(context.current().default_space.value):
+    space = context.current().default_space
+    gpu = _ON_DEVICE.get(space)
+    if gpu is None:
+        gpu = _ON_DEVICE[space] = on_device(space.value)
+    if gpu:
         device.undefined(array)
     return View.result(array, dtype_of(array.dtype), ptr)
 
@@ -180,8 +185,7 @@ def _repeated(v: View, shape: tuple) -> View:
     if len(shape) > 2:
         return View.wrap(np.ascontiguousarray(np.broadcast_to(v.copy(), shape)))
     spread = View.wrap(np.broadcast_to(v._array, shape))
-    target = new_view(shape, v.dtype.np)
-    return copy2d(target, spread) if len(shape) == 2 else elementwise(kernels.copy_k, target, a=spread)
+    return elementwise(kernels.copy_k, new_view(shape, v.dtype.np), a=spread)
 
 
 def transposed(v: View) -> View:
@@ -211,9 +215,13 @@ def flat(v: View) -> View:
         return v
     f = _flat_views.get(v)
     if f is None:
-        f = View.wrap(v._array.reshape(-1))
-        _flat_views[v] = f
+        f = _flat_views[v] = View._part(v._array.reshape(-1), v)
     return f
+
+
+def _in_place(v: View) -> bool:
+    """Whether an element-wise kernel takes ``v`` as it is."""
+    return type(v) is View and (v.ndim <= 2 or v.storage == "right")
 
 
 def _contiguous_target(target: View) -> View:
@@ -226,15 +234,19 @@ def _contiguous_target(target: View) -> View:
 
 
 def elementwise(wu, target: View, **operands) -> View:
-    """Run ``wu(i, out, **operands)`` over every element of ``target`` and return ``target``."""
+    """Run ``wu(i, out, **operands)`` over every element of ``target`` (View operands of its shape) and return
+    ``target``. Plain Views, contiguous or of rank 1 or 2, are used as they are (kfuse/ops/lazy.py: a strided
+    2-D one makes the kernel 2-D); others go through contiguous copies."""
     if target.size == 0:
         return target
-    dest = _contiguous_target(target)
-    args = {k: flat(contiguous(v)) if isinstance(v, View) else v for k, v in operands.items()}
-    if dest is target and all(type(v) is View or not isinstance(v, View) for v in args.values()):
-        lazy.run(wu, target, tuple(args[name] for name in wu.parsed.param_names[2:]), False)
+    args = tuple(operands[name] for name in wu.parsed.param_names[2:])
+    if _in_place(target) and all(_in_place(v) for v in args if isinstance(v, View)) \
+            and expressions.template(wu) is not None:
+        lazy.run(wu, target, args, False)
         return target
-    parallel_for(dest.size, wu, out=flat(dest), **args)
+    dest = _contiguous_target(target)
+    flat_args = {k: flat(contiguous(v)) if isinstance(v, View) else v for k, v in operands.items()}
+    parallel_for(dest.size, wu, out=flat(dest), **flat_args)
     if dest is not target:
         copy2d(target, dest)
     return target

@@ -20,7 +20,7 @@ from ..views import View
 from . import kernels as k, lazy
 from .. import kernel_api
 from . import _common as _ufunc_common
-from ._common import (as_view, broadcast, copy2d, elementwise, is_array, kernel_scalar, operand, output,
+from ._common import (as_view, broadcast, elementwise, is_array, kernel_scalar, operand, output,
                       named_operand, new_view, result_dtype, ufunc_dtype, view_of)
 
 
@@ -463,10 +463,7 @@ def copy(x, out=None):
     2-D kernel.
     """
     v = as_view(x)
-    target = output(out, v.shape, v.dtype.np)
-    if v.ndim == 2 and "stride" in (v.storage, target.storage):
-        return copy2d(target, v)
-    return elementwise(k.copy_k, target, a=v)
+    return elementwise(k.copy_k, output(out, v.shape, v.dtype.np), a=v)
 
 
 def fill(view, value):

@@ -9,8 +9,10 @@ exactly what the operations compute one by one.
 A step is ``(workunit, operands, dtype, stored)``: operands per parameter after ``out`` are ``("v", n)`` (input
 View n), ``("t", k)`` (the value of step k) or ``("s", n)`` (scalar n); ``stored`` is the output View's number or
 None. The last step may be a whole-array reduction (``acc += f(a[i], s)``, its accumulator the kernel's; dtype
-and stored None): the kernel is then a ``parallel_reduce``. Such a tuple of steps is the key of the generated
-workunit (``kernel_for``).
+and stored None): the kernel is then a ``parallel_reduce``. Such a tuple of steps, and whether the kernel is
+two-dimensional (``grid``: thread ``(i, j)``, every View indexed ``[i][j]``, for strided 2-D Views), is the key
+of the generated workunit (``kernel_for``). The operations' bodies use their index only to index their Views,
+so the same body serves both.
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ _DTYPE_NAMES = {f"kfuse_{d.name}": d for d in DType}
 
 class Template:
     """An element-wise workunit's body as a function of its operands (``None`` from ``template`` if it is not of
-    the inlinable form: ``out`` only stored once, last, at the index; View parameters only read at the index)."""
+    the inlinable form: ``out`` only stored once, last, at the index; View parameters only read at the index;
+    the index used for nothing else)."""
 
     def __init__(self, wu: Workunit, index: str, params: list, body: list, locals_: set, acc=None):
         self.wu, self.index, self.params, self.body, self.locals = wu, index, params, body, locals_
@@ -44,7 +47,7 @@ class Template:
 class _Inliner(ast.NodeTransformer):
     def __init__(self, template: Template, step: int, operands: dict, dtype: DType | None):
         self.t, self.step, self.operands = template, step, operands
-        self.names = {template.index: "i", "__result__": f"t{step}",  # (a reduction's body has no result)
+        self.names = {"__result__": f"t{step}",  # (a reduction's body has no result)
                       **{name: f"{name}_{step}" for name in template.locals}}
         if dtype is not None:
             self.names["__type__"] = f"kfuse_{dtype.name}"
@@ -85,14 +88,19 @@ def template(wu: Workunit) -> Template | None:
                 if node.id in names:
                     return None
                 locals_.add(node.id)
+    uses = 0  # of the index, less those as a View's subscript: none may remain
     for stmt in body:
         value = stmt.value if stmt is body[-1] else stmt
         for node in ast.walk(value):
             if isinstance(node, ast.Name) and node.id == out:
                 return None
-            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in params \
-                    and not _at_index(node, index):
-                return None
+            uses += isinstance(node, ast.Name) and node.id == index
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in params:
+                if not _at_index(node, index):
+                    return None
+                uses -= 1
+    if uses:
+        return None
     final = body[-1]
     if acc is not None:
         last = ast.AugAssign(target=ast.Name(id="acc", ctx=ast.Store()), op=ast.Add(), value=final.value)
@@ -128,9 +136,15 @@ def _name(name: str):
     return lambda: ast.Name(id=name, ctx=ast.Load())
 
 
-def _element(view: str):
-    return lambda: ast.Subscript(value=ast.Name(id=view, ctx=ast.Load()), slice=ast.Name(id="i", ctx=ast.Load()),
-                                 ctx=ast.Load())
+def _element(view: str, grid: bool, ctx=ast.Load):
+    """``view[i]``, or ``view[i][j]`` in a 2-D kernel."""
+    def make():
+        node = ast.Subscript(value=ast.Name(id=view, ctx=ast.Load()), slice=ast.Name(id="i", ctx=ast.Load()),
+                             ctx=ast.Load() if grid else ctx())
+        if grid:
+            node = ast.Subscript(value=node, slice=ast.Name(id="j", ctx=ast.Load()), ctx=ctx())
+        return node
+    return make
 
 
 def signature(steps: tuple) -> tuple:
@@ -157,7 +171,7 @@ def _merged(wus: frozenset) -> dict | None:
 
 
 @functools.lru_cache(maxsize=512)
-def kernel_for(steps: tuple) -> Workunit:
+def kernel_for(steps: tuple, grid: bool = False) -> Workunit:
     """The workunit computing ``steps`` (all inlinable, ``namespace(steps)`` not None), made once per key."""
     outputs, inputs, scalars = signature(steps)
     body, acc = [], []
@@ -165,17 +179,17 @@ def kernel_for(steps: tuple) -> Workunit:
         t = template(wu)
         bindings = {}
         for param, (kind, n) in zip(t.params, operands):
-            bindings[param] = _element(f"v{n}") if kind == "v" else _name(f"t{n}" if kind == "t" else f"s{n}")
+            bindings[param] = _element(f"v{n}", grid) if kind == "v" else _name(f"t{n}" if kind == "t" else f"s{n}")
         body.extend(t.inline(k, bindings, dtype))
         if t.acc is not None:
             acc = [ast.arg(arg="acc", annotation=copy.deepcopy(t.acc.annotation))]
         if stored is not None:
-            body.append(ast.Assign(targets=[ast.Subscript(value=ast.Name(id=f"o{stored}", ctx=ast.Load()),
-                                                          slice=ast.Name(id="i", ctx=ast.Load()), ctx=ast.Store())],
+            body.append(ast.Assign(targets=[_element(f"o{stored}", grid, ast.Store)()],
                                    value=ast.Name(id=f"t{k}", ctx=ast.Load())))
     names = [*(f"o{n}" for n in range(outputs)), *(f"v{n}" for n in range(inputs)), *(f"s{n}" for n in range(scalars))]
     title = "_".join(dict.fromkeys(step[0].__name__.removesuffix("_k") for step in steps))
-    params = [ast.arg(arg="i"), *acc, *(ast.arg(arg=n) for n in names)]
+    index = [ast.arg(arg="i"), ast.arg(arg="j")] if grid else [ast.arg(arg="i")]
+    params = [*index, *acc, *(ast.arg(arg=n) for n in names)]
     tree = ast.FunctionDef(name=f"ops_{title}"[:80], args=ast.arguments(
         posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         body=body, decorator_list=[], returns=None, type_comment=None)

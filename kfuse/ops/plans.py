@@ -1,0 +1,84 @@
+"""What a group of recorded operations launches, decided once per form and store pattern.
+
+A group's form (kfuse/ops/group.py) and which of its results are stored (kfuse/ops/stores.py), with whether it
+is 2-D, fix everything about its kernel call but the Views and scalars passed: which steps are computed, the
+generated workunit (kfuse/ops/expressions.py), which steps' results it stores and which inputs and scalars it
+reads. A loop body that repeats one group looks its plan up instead of making it again.
+"""
+from __future__ import annotations
+
+from . import expressions, stores
+
+_PLANS: dict = {}  # (form, 2-D?, stored pattern) -> Plan
+_MAX_PLANS = 4096  # past that, plans are made each time, not kept
+counts = {"hits": 0, "made": 0}  # plans looked up, plans made (tests read them)
+
+
+class Plan:
+    """``wu`` None: the steps ``alone`` run each as a call of its own. Else one call of ``wu`` whose parameters
+    ``names`` take the targets of steps ``outputs``, the group's inputs ``inputs`` and scalars ``scalars`` (by
+    their numbers in the group), in that order; ``last`` is the step whose target (or reduction) sizes it."""
+
+    __slots__ = ("wu", "alone", "names", "outputs", "inputs", "scalars", "last", "fused")
+
+    def __init__(self, alone=(), wu=None, outputs=(), inputs=(), scalars=(), last=None, fused=False):
+        self.wu, self.alone, self.outputs, self.inputs, self.scalars = wu, alone, outputs, inputs, scalars
+        self.last, self.fused = last, fused
+        self.names = (*(f"o{n}" for n in range(len(outputs))), *(f"v{n}" for n in range(len(inputs))),
+                      *(f"s{n}" for n in range(len(scalars))))
+
+
+def plan_for(group, stored: list) -> Plan:
+    key = (group.form, group.grid, tuple(stored))
+    plan = _PLANS.get(key) if group.form is not None else None
+    if plan is not None:
+        counts["hits"] += 1
+        return plan
+    counts["made"] += 1
+    plan = _plan(group, stored)
+    if group.form is not None and len(_PLANS) < _MAX_PLANS:
+        _PLANS[key] = plan
+    return plan
+
+
+def _plan(group, stored: list) -> Plan:
+    needed = stores.needed(group, stored)
+    keep = [k for k, need in enumerate(needed) if need]
+    steps = group.steps
+    if len(keep) < 2 and not (keep and group.grid) or \
+            expressions.namespace(tuple((steps[k].wu,) for k in keep)) is None:
+        return Plan(alone=tuple(keep))
+    renumber = len(keep) < len(steps)  # inputs, scalars and step values only the dropped steps had go
+    numbers, inputs, scalars = {}, [], []
+    key, outputs = [], []
+    for k in keep:
+        operands = group.codes[k]
+        if renumber:
+            operands = tuple(_renumbered(code, numbers, inputs, scalars) for code in operands)
+        target = steps[k].target
+        if target is None:
+            key.append((steps[k].wu, operands, None, None))
+            continue
+        out = None
+        if stored[k] is True and group.writer[group.elements[k]] == k:  # earlier values of it are only forwarded
+            out = len(outputs)
+            outputs.append(k)
+        numbers["t", k] = len(key)
+        key.append((steps[k].wu, operands, target.dtype, out))
+    if not renumber:
+        inputs, scalars = range(len(group.inputs)), range(len(group.scalars))
+    return Plan(wu=expressions.kernel_for(tuple(key), group.grid), outputs=tuple(outputs), inputs=tuple(inputs),
+                scalars=tuple(scalars), last=keep[-1], fused=len(keep) > 1)
+
+
+def _renumbered(code: tuple, numbers: dict, inputs: list, scalars: list) -> tuple:
+    """A step's operand code in the kernel of the kept steps: inputs and scalars numbered by first use."""
+    kind, n = code
+    if kind == "t":
+        return "t", numbers["t", n]
+    new = numbers.get(code)
+    if new is None:
+        listed = inputs if kind == "v" else scalars
+        new = numbers[code] = len(listed)
+        listed.append(n)
+    return kind, new
