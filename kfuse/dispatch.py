@@ -16,6 +16,7 @@ from .frontend import lambdas
 from .frontend.lambdas import is_lambda
 from .frontend.workunit import BoundWorkunit, Workunit
 from .pipeline import execute, kernel_of
+from .rerun import MISS
 from .policies import TeamThreadMDRange, TeamThreadRange, normalize as normalize_policy
 from .runtime.launch import policy_slots
 
@@ -37,8 +38,9 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
     rt = context.current()
     if rt.rerun.templates:  # the next call of a repeated flush costs a comparison
         with guard.lock:
-            if rt.rerun.take(rt, op, args, kwargs):
-                return None
+            result = rt.rerun.take(rt, op, args, kwargs)
+            if result is not MISS:
+                return result
     policy, wu, positional = _split(args)
     if type(wu) is not Workunit:
         if isinstance(wu, list):

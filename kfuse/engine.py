@@ -151,6 +151,8 @@ class Runtime:
         """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
         several results from one launch (running a pending call early is safe: its dependencies come too)."""
         with guard.lock:
+            if self.rerun.matched:
+                self.rerun.run(self)  # delivers it, or makes its call (and the others matched) trace entries
             if self.batch is not None:
                 self.run_batch(host_waits=True)
             if future.done or future.call is None:  # another thread computed it meanwhile

@@ -6,8 +6,9 @@ being timed and no array left unstored is kept as a ``Template``: the calls that
 those stayed pending (``tail``: the partition did not need them), and the launches that ran the partition.
 While the trace holds the head and the next calls match the template one by one -- the same workunit and policy
 objects, the same View objects, scalars of the same type and value (0.0 and -0.0 apart) -- the calls are only
-counted: no binding, no trace entry, no analysis. At the next host access a complete match launches the kept
-kernels again and leaves the tail pending, and the access goes on through the trace as usual. Anything else --
+counted: no binding, no trace entry, no analysis (a matched reduction returns a new Future). At the next host
+access (or a Future's value) a complete match launches the kept kernels again, delivers the reductions' values and
+leaves the tail pending, and the access goes on through the trace as usual. Anything else --
 another call, another scalar, an escaped View, recorded array operations, a failure, a match cut short -- turns
 the matched calls into ordinary trace entries, as if nothing had been matched.
 
@@ -27,6 +28,7 @@ from math import copysign
 from . import config, escape, guard, views
 from .calls import KernelCall
 from .errors import KfuseError
+from .future import Future
 from .fuser import explain, profit
 from .pipeline import after_fault
 from .spaces import on_device
@@ -34,6 +36,7 @@ from .tracer.failures import is_fault
 from .transforms import manager as transforms
 
 _KEPT = 8  # templates kept per runtime (one per first workunit of a loop's flush)
+MISS = object()  # ``take``'s answer for a call that is not the template's next
 _SCALARS = (float, int, bool)
 _MISSING = object()
 
@@ -57,6 +60,7 @@ class Template:
     steps: tuple
     tail: tuple  # step numbers left pending by the partition
     partition: tuple  # the partition's calls, in the order it ran them
+    owners: tuple  # per partition position: ("head", k) or ("step", i), whose Future a reduction's value goes to
     launches: tuple  # (kernel, policy slots, arguments, partition positions, apart?), in the order they ran
     unfused: int  # groups the profitability decisions run apart
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
@@ -97,46 +101,52 @@ class Rerun:
         self.templates: dict = {}  # id(first step's workunit) -> Template
         self.current: Template | None = None
         self.matched = 0  # steps of ``current`` matched and not yet run
+        self.futures: list = []  # per matched step, the Future a reduction returned (None for a parallel_for)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
-    def take(self, rt, op: str, args: tuple, kwargs: dict) -> bool:
-        """Whether ``parallel_<op>(*args, **kwargs)`` is the next call of a template (then it is counted, and
-        runs at the next host access); False leaves it to the ordinary path."""
+    def take(self, rt, op: str, args: tuple, kwargs: dict):
+        """If ``parallel_<op>(*args, **kwargs)`` is the template's next call: count it (it runs at the next host
+        access) and return what the call returns (None, or a reduction's Future); else ``MISS``, which leaves it
+        to the ordinary path."""
         if len(args) != 2:
             if len(args) != 3 or type(args[0]) is not str:
-                return False
+                return MISS
             args = args[1:]  # PyKokkos's kernel label
         matched = self.matched
         if matched:
             template = self.current
             if matched == len(template.steps):
-                return False
+                return MISS
         else:
             template = self.templates.get(id(args[1]))
             if template is None or rt.failures or not (rt.enabled and rt.fuse) \
                     or rt.default_space is not template.space or not self._holds_head(rt.logged.entries, template):
-                return False
+                return MISS
         if rt.batch is not None:
-            return False
+            return MISS
         step = template.steps[matched]
         policy = args[0]
         if args[1] is not step.workunit or op != step.op or len(kwargs) != len(step.kwargs) or (
                 policy is not step.policy and (type(policy) is not type(step.policy) or policy != step.policy)):
-            return False
+            return MISS
         get = kwargs.get
         for name, want in step.kwargs:
             got = get(name, _MISSING)
             if got is not want and not _same_scalar(got, want):
-                return False
+                return MISS
         if escape.live() and any(view.escaped(write) for view, write in step.escapable):
-            return False
+            return MISS
         if views.zeroed and step.host:
             views.touched([view for view, _ in step.escapable])
+        if not matched:
+            self.futures = []
         self.current = template
         self.matched = matched + 1
         rt.counts["ops_traced"] += 1
-        return True
+        result = Future(step.call.prepared.spec.accs[0], rt.resolve) if op == "reduce" else None
+        self.futures.append(result)
+        return result
 
     @staticmethod
     def _holds_head(entries: list, template: Template) -> bool:
@@ -144,10 +154,11 @@ class Rerun:
         return len(entries) == len(head) and all(_same_call(e.call, c) for e, c in zip(entries, head))
 
     def materialize(self, trace) -> None:
-        """Put the matched calls in ``trace`` as ordinary entries, after the head already there."""
+        """Put the matched calls in ``trace`` as ordinary entries, after the head already there (a reduction's
+        Future becomes its entry's)."""
         steps, self.matched = self.current.steps[:self.matched], 0
-        for step in steps:
-            trace.append(_fresh(step.call))
+        for step, future in zip(steps, self.futures):
+            trace.append(_with_result(_fresh(step.call), future))
 
     # --- running ---------------------------------------------------------------------------------
     def run(self, rt) -> None:
@@ -159,6 +170,7 @@ class Rerun:
             return
         self.matched = 0
         trace = rt.logged
+        head = [e.call for e in trace.entries]
         trace.clear()  # the head: it runs now
         rt.counts["flushes"] += 1
         record = explain.rerun(rt, template.record)
@@ -166,17 +178,28 @@ class Rerun:
         rt._running = True
         try:
             rt.counts["groups_unfused"] += template.unfused
-            for number, (kernel, slots, passed, _, _) in enumerate(template.launches):
+            for number, (kernel, slots, passed, members, _) in enumerate(template.launches):
                 try:
-                    kernel.launch(slots, passed)
+                    results = iter(kernel.launch(slots, passed))
                 except KfuseError as exc:
-                    self._after_failure(rt, template, number, exc, record)
+                    self._after_failure(rt, template, number, exc, record, head)
                     return
+                for p in members:
+                    if template.partition[p].prepared.spec.op == "reduce":
+                        self._future(template, p, head).set_result(next(results))
         finally:
             rt._running = False
             for i in template.tail:
-                trace.append(_fresh(template.steps[i].call))
+                trace.append(_with_result(_fresh(template.steps[i].call), self.futures[i]))
             self.mark = trace.arrivals
+
+    def _future(self, template: Template, position: int, head: list):
+        """The Future partition call ``position`` delivers: a head call's own, or the one its step returned."""
+        kind, k = template.owners[position]
+        return head[k].result if kind == "head" else self.futures[k]
+
+    def _call_for(self, template: Template, position: int, head: list) -> KernelCall:
+        return _with_result(_fresh(template.partition[position]), self._future(template, position, head))
 
     @staticmethod
     def _still_valid(rt, template: Template) -> bool:
@@ -184,7 +207,7 @@ class Rerun:
             view.ptr == ptr and view.shape == shape and view.strides == strides
             for view, ptr, shape, strides in template.geometry) and _settings() == template.settings
 
-    def _after_failure(self, rt, template: Template, number: int, exc: KfuseError, record) -> None:
+    def _after_failure(self, rt, template: Template, number: int, exc: KfuseError, record, head: list) -> None:
         """Launch ``number`` failed: a fault loses what the pipeline says it loses; a launch that did not start
         goes back to the trace with every later one (the ordinary path then runs and reports them)."""
         self.templates.pop(id(template.steps[0].workunit), None)
@@ -192,11 +215,11 @@ class Rerun:
         members = list(template.launches[number][3])
         later = [i for launch in template.launches[number + 1:] for i in launch[3]]
         if is_fault(exc):
-            after_fault([_fresh(template.partition[i]) for i in members], exc, rt.failures)
+            after_fault([self._call_for(template, i, head) for i in members], exc, rt.failures)
         else:
             later += members
         for i in sorted(later):
-            rt.logged.append(_fresh(template.partition[i]))
+            rt.logged.append(self._call_for(template, i, head))
 
     # --- keeping ---------------------------------------------------------------------------------
     def keep(self, rt, entries: list, launches: list | None, record, waiting: tuple = ()) -> None:
@@ -219,7 +242,7 @@ class Rerun:
         live = escape.live()
         for call in [e.call for e in made] + list(head):
             request, prepared = call.request, call.prepared
-            if request is None or call.futures or prepared.spec.op != "for" or prepared.prints:
+            if request is None or call.futures or prepared.spec.op == "scan" or prepared.prints:
                 return
             op, (policy, workunit), kwargs = request
             escapable = tuple((call.args[i], write) for i, write in prepared.view_params)
@@ -231,13 +254,22 @@ class Rerun:
             steps.append(Step(op, workunit, policy, tuple(kwargs.items()), call, escapable, host))
         steps = steps[:len(made)]
         tail = tuple(i for i, e in enumerate(made) if id(e) in pending)
+        step_of = {id(e): i for i, e in enumerate(made)}
+        owners = tuple(("head", k) if k < len(head) else ("step", step_of[id(e)]) for k, e in enumerate(entries))
         if len(self.templates) >= _KEPT:
             self.templates.clear()
         self.templates[id(steps[0].workunit)] = Template(
-            head, tuple(steps), tail, tuple(e.call for e in entries), tuple(launches),
+            head, tuple(steps), tail, tuple(e.call for e in entries), owners, tuple(launches),
             len(record.groups) and sum(record.apart(g) for g in record.groups), waiting, tuple(geometry.values()),
             _settings(), rt.default_space, replace(record))
 
     def forget(self) -> None:
         self.templates.clear()
-        self.current, self.matched = None, 0
+        self.current, self.matched, self.futures = None, 0, []
+
+
+def _with_result(call: KernelCall, future) -> KernelCall:
+    """``call`` delivering ``future`` (a reduction matched by a rerun returned it already)."""
+    if future is not None:
+        call.result, future.call = future, call
+    return call

@@ -365,3 +365,59 @@ def test_a_labelled_loop_is_rerun():
     expected, got, _, text = run_eager_and_fused(labelled)
     assert_same(expected, got)
     assert hows(text)[3:] == ["rerun"] * 2
+
+
+@pk.workunit
+def rr_norm(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
+    acc += x[i] * x[i]
+
+
+@pk.workunit
+def rr_scale(i: int, s: float, x: pk.View1D[pk.double]):
+    x[i] = s * x[i]
+
+
+def test_a_loop_reading_a_reduction_each_step_is_rerun():
+    """The common convergence loop: update, reduce, read the Future; the reduction's value comes from the rerun."""
+    def converge():
+        x, v = view_of(X0), view_of(V0)
+        norms = []
+        for _ in range(25):
+            pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+            norm = pk.parallel_reduce(N, rr_norm, x=x)
+            norms.append(float(norm))
+        return norms, x.copy(), v.copy()
+
+    expected, got, _, text = run_eager_and_fused(converge)
+    assert_same(expected, got)
+    x, v, norms = X0.copy(), V0.copy(), []
+    for _ in range(25):
+        x = x + 0.01 * v
+        v = v - 0.01 * x
+        norms.append(float(np.sum(x * x)))
+    np.testing.assert_allclose(got[0], norms, rtol=1e-12)
+    assert hows(text)[:-1] == ["rerun"] * 15  # explain keeps the last 16 flushes; the last runs the final kick
+
+
+def test_reductions_taken_by_later_calls_or_left_pending_compute_what_eager_computes():
+    """A reduction whose Future a later call takes (that call is not matched: the Future is new each step), and
+    one left pending by the read (its value is read a step later)."""
+    def program():
+        x, y = view_of(X0), view_of(V0)
+        seen, late = [], None
+        for step in range(16):
+            norm = pk.parallel_reduce(N, rr_norm, x=x)
+            pk.parallel_for(N, rr_scale, s=0.5, x=x)
+            other = pk.parallel_reduce(N, rr_norm, x=y)  # not needed by the read of x: stays pending
+            if step % 4 == 3:
+                pk.parallel_for(N, rr_scale, s=norm, x=y)  # takes a Future
+            seen.append(float(x[2]))
+            if late is not None:
+                seen.append(float(late))
+            late = other
+        return seen, x.copy(), y.copy()
+
+    expected, got, _, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert "rerun" in text
