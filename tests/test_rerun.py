@@ -274,9 +274,11 @@ def test_a_fault_in_a_rerun_launch_loses_what_it_wrote(monkeypatch):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_random_loops_with_random_changes_compute_what_eager_computes(data):
-    """A loop body of 1-4 calls over three Views, read every few steps; at random steps a call's scalar, View,
-    range or kernel changes, a call is added or dropped, or the host writes or reads another View."""
-    body = data.draw(st.lists(st.sampled_from(["push", "kick", "shift"]), min_size=1, max_size=4), label="body")
+    """A loop body of 1-4 calls over three Views (reductions among them, their Futures read at once or steps
+    later), read every few steps; at random steps a call's scalar,
+    View, range or kernel changes, a call is added or dropped, or the host writes or reads another View."""
+    body = data.draw(st.lists(st.sampled_from(["push", "kick", "shift", "norm"]), min_size=1, max_size=4),
+                     label="body")
     pairs = data.draw(st.lists(st.sampled_from([(0, 1), (1, 0), (1, 2), (2, 0), (0, 0)]), min_size=len(body),
                                max_size=len(body)), label="views")
     every = data.draw(st.integers(1, 4), label="every")
@@ -287,7 +289,7 @@ def test_random_loops_with_random_changes_compute_what_eager_computes(data):
 
     def program():
         views = [view_of(X0), view_of(V0), view_of(X0[::-1].copy())]
-        seen = []
+        seen, pending = [], []
         for step in range(steps):
             what = changes.get(step)
             for k, (name, (a, b)) in enumerate(zip(body, pairs)):
@@ -297,7 +299,11 @@ def test_random_loops_with_random_changes_compute_what_eager_computes(data):
                 n = N - 2 if what == "range" and first else N - 1
                 if what == "drop" and first:
                     continue
-                if name == "shift":
+                if name == "norm":
+                    pending.append(pk.parallel_reduce(n, rr_norm, x=x))
+                    if step % 3 == b:
+                        seen.append(float(pending.pop(0)))
+                elif name == "shift":
                     pk.parallel_for(n, shift_into, x=x, y=views[b])
                 else:
                     kernel = {"push": push, "kick": kick_too if what == "kernel" and first else kick}[name]
@@ -310,6 +316,7 @@ def test_random_loops_with_random_changes_compute_what_eager_computes(data):
                 seen.append(float(views[1 + step % 2][step % N]))
             if step % every == every - 1:
                 seen.append(float(views[0][step % N]))
+        seen += [float(f) for f in pending]
         return seen, *(v.copy() for v in views)
 
     expected, got, _, _ = run_eager_and_fused(program)
