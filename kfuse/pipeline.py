@@ -352,6 +352,8 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                                                    scratch.get(number, frozenset()))
             if choice.text:
                 record.choices[indices[0]] = choice.text
+            if choice.timed:
+                record.provisional.add(indices[0])
             if profit.waits_for_repayment(choice):
                 waiting.append(choice.entry)  # apart until the model says otherwise: a rerun asks it (profit.repaid)
                 record.provisional.add(indices[0])

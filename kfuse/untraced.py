@@ -30,9 +30,8 @@ def after_flush(streaks: dict, calls: list, record) -> None:
     ``streaks``: the runtime's, per specialisation."""
     fused_ones, alone = set(), {}  # alone: specialisation -> its calls that ran alone
     for members in record.groups:
-        choice = record.choices.get(members[0], "")
-        if len(members) > 1 and ("timing trial" in choice or members[0] in record.provisional):
-            continue  # an experiment of the profitability measurement, or apart only until a compile is repaid
+        if members[0] in record.provisional:
+            continue  # a timing trial, or apart only until a compile is repaid: no evidence either way
         fused = len(members) > 1 and not record.apart(members) and members[0] in record.kernels
         for i in members:
             prepared = calls[i].prepared

@@ -19,7 +19,8 @@ class FlushRecord:
     unstored: dict = field(default_factory=dict)  # first call of a group -> its arrays never stored (scratch)
     choices: dict = field(default_factory=dict)  # first call of a group -> what decided fused or apart (profit.py)
     parts: dict = field(default_factory=dict)  # first call of a horizontal group -> its calls per part
-    provisional: set = field(default_factory=set)  # first calls of groups run apart until their compile is repaid
+    provisional: set = field(default_factory=set)  # first calls of groups whose run decides nothing yet (a timing
+    # trial, or apart only until the fused kernel's compile is repaid)
 
     @property
     def fused_names(self) -> list:
