@@ -58,8 +58,8 @@ GROUPS = {
     covariance_statements: lambda p: [("column_mean", "center_column", "zero_row")]
     + [("covariance_row",)] * p["data"].shape[1],
     fdtd_2d_statements: lambda p: [("ey_top", "ey_update", "ex_update"), ("hz_update",)] * p["TMAX"],
-    jacobi_1d_statements: lambda p: [("b_from_a",), ("a_from_b",)] * p["TSTEPS"],
-    mvt_statements: lambda p: [("x1_plus_a_y1", "x2_plus_y2_a")],
+    jacobi_1d_statements: lambda p: [("average3",), ("average3",)] * p["TSTEPS"],
+    mvt_statements: lambda p: [("add_matvec", "add_matvec_transposed")],
     syrk_statements: _rows("add_rank1"),
     syr2k_statements: _rows("add_rank2"),
 }

@@ -25,21 +25,7 @@ import numpy as np  # noqa: E402
 
 import kfuse as pk  # noqa: E402
 from examples.npbench.common import main, results  # noqa: E402
-from examples.npbench.covariance import SIZES, initialize  # noqa: E402,F401
-
-
-@pk.workunit
-def column_mean(j: int, mean: pk.View1D[pk.double], data: pk.View2D[pk.double], float_n: pk.double, n: int):
-    s: float = 0.0
-    for k in range(n):
-        s += data[k][j]
-    mean[j] = s / float_n
-
-
-@pk.workunit
-def center_column(j: int, data: pk.View2D[pk.double], mean: pk.View1D[pk.double], n: int):
-    for k in range(n):
-        data[k][j] = data[k][j] - mean[j]
+from examples.npbench.covariance import SIZES, center_column, column_mean, initialize  # noqa: E402,F401
 
 
 @pk.workunit
