@@ -376,8 +376,8 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
             raise ArgumentError(f"workunit '{wu.__name__}': missing argument for parameter '{missing[0]}'") from None
         extra = [k for k in kwargs if k not in params]
         raise ArgumentError(f"workunit '{wu.__name__}' has no parameter '{extra[0]}'") from None
-    if views.zeroed and not (backend.name == "kokkos" and spaces.on_device(space.value)):
-        views.touched(values)  # runs elsewhere than the GPU: no longer known to be zeros (views.zeroed)
+    if views.zeroed and runs_off_gpu(backend, space.value):
+        views.touched(values)  # no longer known to be zeros (views.zeroed)
     sigs = [v.sig if type(v) is View else type(v) if type(v) in _PASS else _sig(v) for v in values]
     for binding in plan.bindings:
         if binding.sigs == sigs:
@@ -394,6 +394,12 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
     if binding.scratch:
         _check_scratch(wu, binding, policy)
     return binding, policy, values
+
+
+def runs_off_gpu(backend, space: str) -> bool:
+    """Whether ``backend`` runs kernels of ``space`` (its value) elsewhere than a GPU, where the host may change
+    the memory: a View zeroed on the device is then no longer known to be zeros (views.zeroed)."""
+    return not (backend.name == "kokkos" and spaces.on_device(space))
 
 
 def _with_fields(kernel, obj, kwargs: dict) -> dict:

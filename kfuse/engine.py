@@ -62,7 +62,8 @@ class Runtime:
         self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
 
     def nothing_pending(self) -> bool:
-        """No trace entry, recorded array operation or call matched by a rerun: a call may run at once."""
+        """No trace entry, recorded array operation or call matched by a rerun, and fusion (not tracing alone) on:
+        a call of a kernel not worth tracing may run at once (kfuse/untraced.py)."""
         return not (self.logged.entries or self.batch is not None or self.rerun.matched) and self.fuse
 
     @property
@@ -133,10 +134,7 @@ class Runtime:
 
     def _settle(self, view, write: bool, overwrite: bool = False) -> None:
         """Run the pending calls ``view``'s access depends on; raise if its contents were lost."""
-        if self.rerun.matched:
-            self.rerun.run(self)
-        if self.batch is not None:
-            self.run_batch(host_waits=True)
+        self._recorded_first()
         if self.trace.entries:
             self._run(self.trace.partition_for(view.bounds, write))
         if self.failures:
@@ -151,10 +149,7 @@ class Runtime:
         """Compute ``future``; pending reductions over the same range come along, so the fuser can deliver
         several results from one launch (running a pending call early is safe: its dependencies come too)."""
         with guard.lock:
-            if self.rerun.matched:
-                self.rerun.run(self)  # delivers it, or makes its call (and the others matched) trace entries
-            if self.batch is not None:
-                self.run_batch(host_waits=True)
+            self._recorded_first()  # a rerun delivers it, or makes its call a trace entry
             if future.done or future.call is None:  # another thread computed it meanwhile
                 return
             policy = future.call.policy
@@ -174,6 +169,14 @@ class Runtime:
         for call in calls:
             self._raise_at_call(call)
 
+    def _recorded_first(self) -> None:
+        """Before a host access, a Future's value or a flush: what was recorded without a trace entry runs first --
+        the calls a rerun matched (kfuse/rerun.py), then the array operations (at once if nothing else is pending)."""
+        if self.rerun.matched:
+            self.rerun.run(self)
+        if self.batch is not None:
+            self.run_batch(host_waits=True)
+
     def run_batch(self, host_waits: bool = False) -> None:
         """Log the array operations recorded so far as kernel calls (before any other work, which may need them).
         ``host_waits`` (a host access, a Future's value, a flush): run them at once instead when nothing else is
@@ -184,10 +187,7 @@ class Runtime:
 
     def flush_all(self) -> None:
         with guard.lock:
-            if self.rerun.matched:
-                self.rerun.run(self)
-            if self.batch is not None:
-                self.run_batch(host_waits=True)
+            self._recorded_first()
             if self.trace.entries:
                 self._run(list(self.trace.entries))
 

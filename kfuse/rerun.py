@@ -26,12 +26,11 @@ from dataclasses import dataclass, replace
 from math import copysign
 
 from . import config, escape, guard, views
-from .calls import KernelCall
+from .calls import KernelCall, runs_off_gpu
 from .errors import KfuseError
 from .future import Future
 from .fuser import explain, profit
 from .pipeline import after_fault
-from .spaces import on_device
 from .tracer.failures import is_fault
 from .transforms import manager as transforms
 
@@ -237,22 +236,17 @@ class Rerun:
         made = sorted([e for e in entries if e.number >= mark] + left, key=lambda e: e.number)
         if not made:
             return
+        geometry, live = {}, escape.live()
+        escapables = [_escapable(e.call, live, geometry) for e in made]
+        if None in escapables or any(_escapable(call, live, geometry) is None for call in head):
+            return
+        steps = []
+        for entry, escapable in zip(made, escapables):
+            call = entry.call
+            op, (policy, workunit), kwargs = call.request
+            steps.append(Step(op, workunit, policy, tuple(kwargs.items()), call, escapable,
+                              runs_off_gpu(call.prepared.backend, call.prepared.spec.space)))
         pending = {id(e) for e in left}
-        steps, geometry = [], {}
-        live = escape.live()
-        for call in [e.call for e in made] + list(head):
-            request, prepared = call.request, call.prepared
-            if request is None or call.futures or prepared.spec.op == "scan" or prepared.prints:
-                return
-            op, (policy, workunit), kwargs = request
-            escapable = tuple((call.args[i], write) for i, write in prepared.view_params)
-            for view, write in escapable:
-                if type(view) is not views.View or live and view.escaped(write):
-                    return
-                geometry[id(view)] = (view, view.ptr, view.shape, view.strides)
-            host = not (prepared.backend.name == "kokkos" and on_device(prepared.spec.space))
-            steps.append(Step(op, workunit, policy, tuple(kwargs.items()), call, escapable, host))
-        steps = steps[:len(made)]
         tail = tuple(i for i, e in enumerate(made) if id(e) in pending)
         step_of = {id(e): i for i, e in enumerate(made)}
         owners = tuple(("head", k) if k < len(head) else ("step", step_of[id(e)]) for k, e in enumerate(entries))
@@ -260,12 +254,27 @@ class Rerun:
             self.templates.clear()
         self.templates[id(steps[0].workunit)] = Template(
             head, tuple(steps), tail, tuple(e.call for e in entries), owners, tuple(launches),
-            len(record.groups) and sum(record.apart(g) for g in record.groups), waiting, tuple(geometry.values()),
+            sum(record.apart(g) for g in record.groups), waiting, tuple(geometry.values()),
             _settings(), rt.default_space, replace(record))
 
     def forget(self) -> None:
         self.templates.clear()
         self.current, self.matched, self.futures = None, 0, []
+
+
+def _escapable(call: KernelCall, live: bool, geometry: dict) -> tuple | None:
+    """A rerunnable call's ((View, written?), ...), each View's geometry noted in ``geometry``; None for a call a
+    rerun cannot repeat: not made as ``pk.parallel_*(policy, workunit, **kwargs)``, a scan, one taking a Future or
+    printing, or one on memory the host can reach past the barriers (escape.py)."""
+    prepared = call.prepared
+    if call.request is None or call.futures or prepared.spec.op == "scan" or prepared.prints:
+        return None
+    escapable = tuple((call.args[i], write) for i, write in prepared.view_params)
+    for view, write in escapable:
+        if type(view) is not views.View or live and view.escaped(write):
+            return None
+        geometry[id(view)] = (view, view.ptr, view.shape, view.strides)
+    return escapable
 
 
 def _with_result(call: KernelCall, future) -> KernelCall:
