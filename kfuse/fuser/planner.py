@@ -241,7 +241,7 @@ def _horizontal(graph: Graph, plan: Plan, checker: _Checker, max_group: int) -> 
     starts = dict(plan.boundaries)
     merged = Plan()
     current, sizes, touched, written = None, [], [], []
-    for number, members in enumerate(plan.groups):
+    for members in plan.groups:
         found = _part_memory(graph, checker, members)
         reason = starts.get(members[0])
         if current is not None and found is not None and reason is not None and reason.kind is Split.RANGE \
@@ -254,13 +254,13 @@ def _horizontal(graph: Graph, plan: Plan, checker: _Checker, max_group: int) -> 
             continue
         if current is not None:
             _close(merged, current, sizes)
+            current = None
         if reason is not None:
             merged.boundaries.append((members[0], reason))
-        current, sizes = list(members), [len(members)]
-        touched, written = found if found is not None else ([], [])
         if found is None:
-            _close(merged, current, sizes)
-            current = None
+            merged.groups.append(members)  # never a part
+            continue
+        current, sizes, (touched, written) = list(members), [len(members)], found
     if current is not None:
         _close(merged, current, sizes)
     return merged
