@@ -331,7 +331,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     fusing = len(plan.groups) < len(calls)
     scratch = liveness.unreachable(calls, plan.groups) if fusing else {}
     names = transforms.enabled() if fusing else frozenset()
-    launches = [] if how == "replayed" and not any(scratch.values()) else None
+    launches = [] if how in ("replayed", "cached") and not any(scratch.values()) else None
     waiting = []  # profitability entries of groups the cost model keeps apart until their compile is repaid
     keys, choices = {}, {}  # group number -> its fused_key, its profit.Choice (for groups without Futures)
     if fusing and config.PROFIT.get() != "off":  # before compile_ahead, which builds what the choices need

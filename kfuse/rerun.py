@@ -1,24 +1,32 @@
-"""Rerun of a repeated flush: a time-step loop makes the same calls on the same Views between two host reads.
+"""Rerun of a repeated flush: a time-step loop makes the same calls between two host reads, on the same Views or
+on new Views of the same geometry (a program that makes its arrays anew for each run).
 
-A partition that was replayed (fuser/replay.py: its signature was seen before) and ran with no failure, no group
+A partition that was replayed or planned from the cache (pipeline.schedule: its signature or its graph was
+seen before) and ran with no failure, no group
 being timed and no array left unstored is kept as a ``Template``: the calls that were pending from before
 (``head``), each call the program made since, as it made it (workunit, policy, keyword arguments), which of
-those stayed pending (``tail``: the partition did not need them), and the launches that ran the partition.
-While the trace holds the head and the next calls match the template one by one -- the same workunit and policy
-objects, the same View objects, scalars of the same type and value (0.0 and -0.0 apart) -- the calls are only
-counted: no binding, no trace entry, no analysis (a matched reduction returns a new Future). At the next host
-access (or a Future's value) a complete match launches the kept kernels again, delivers the reductions' values and
-leaves the tail pending, and the access goes on through the trace as usual. Anything else --
-another call, another scalar, an escaped View, recorded array operations, a failure, a match cut short -- turns
-the matched calls into ordinary trace entries, as if nothing had been matched.
+those stayed pending (``tail``: the partition did not need them), and the launches that ran the partition. Each
+distinct View the calls take is a slot. While the trace holds the head and the next calls match a template one by
+one -- the same workunit and policy objects, scalars of the same type and value (0.0 and -0.0 apart), in each slot
+the View of the template's last run or a new View in its place, the same one wherever the slot recurs -- the
+calls are only counted: no binding, no trace entry, no analysis (a matched reduction returns a new Future). At the
+next host access (or a Future's value) a complete match launches the kept kernels again with the slots' Views,
+delivers the reductions' values and leaves the tail pending, and the access goes on through the trace as usual.
+Anything else -- another call, another scalar, an escaped View, recorded array operations, a failure, a match
+cut short -- turns the matched calls into ordinary trace entries, as if nothing had been matched.
 
 Why this is never wrong: equal calls over an equal trace make the same partition, plan, groups, kernels and
-arguments, so the kept launches are what the trace would run. Views are compared by identity, and their pointer,
-shape and strides are checked again before the launches (``View.resize`` gives a View new memory). The partition
-is closed under dependencies (tracer/trace.py), so running it is right at any host access, needed or not (a
-pending call may run early), and whatever the access needs from the tail the trace then runs. A template holds
-its Views alive until it is replaced; they are Views the program passed at every step, and at most ``_KEPT``
-templates are kept.
+arguments, so the kept launches are what the trace would run. A slot's View of the last run is checked again
+before the launches (pointer, shape, strides: ``View.resize`` gives a View new memory). A new View may fill a slot
+only where nothing aliases: the template's Views share no byte, the slots' Views share none either (checked
+before the launches), no View fills two slots, and the new View has the slot's dtype, rank, layout, trait, shape
+and strides. The fusion analysis sees only the calls and which Views overlap, so such a repetition makes the same
+plan and kernels; the new Views become the template's. Slots of the head (calls already in the trace) take the
+template's own Views. The partition is closed under dependencies (tracer/trace.py), so running it is right at
+any host access, needed or not (a pending call may run early), and whatever the access needs from the tail the
+trace then runs. A template holds the Views of its last run until it is replaced; at most ``_PER_WORKUNIT``
+templates are kept per first workunit (loops whose flushes alternate, e.g. with and without a neighbour-list
+rebuild) and ``_KEPT`` in all.
 """
 from __future__ import annotations
 
@@ -34,22 +42,28 @@ from .pipeline import after_fault
 from .tracer.failures import is_fault
 from .transforms import manager as transforms
 
-_KEPT = 8  # templates kept per runtime (one per first workunit of a loop's flush)
-MISS = object()  # ``take``'s answer for a call that is not the template's next
+_KEPT = 16  # templates kept per runtime
+_PER_WORKUNIT = 4  # templates kept per first workunit
+MISS = object()  # ``take``'s answer for a call that is not a template's next
 _SCALARS = (float, int, bool)
 _MISSING = object()
+_View = views.View
 
 
 @dataclass(frozen=True)
 class Step:
-    """A call the program made: what it passed, and the call it made of it."""
+    """A call the program made: what it passed, and how the call it made is rebuilt from the slots."""
 
     op: str
     workunit: object
     policy: object  # as the program gave it (an int, a RangePolicy...)
-    kwargs: tuple  # ((name, value), ...) as the program gave them
-    call: KernelCall  # the recorded call (its specialisation, bound policy and arguments, site)
-    escapable: tuple  # ((View, written?), ...): what to ask while escaped memory exists
+    kwargs: tuple  # ((name, value, slot), ...) as the program gave them: slot -1 for a scalar, value None for a View
+    prepared: object  # the call's specialisation
+    bound_policy: object
+    args: tuple  # the call's arguments, None where a View goes
+    positions: tuple  # ((argument position, slot), ...) of its Views
+    site: str
+    escapable: tuple  # ((slot, written?), ...): what to ask while escaped memory exists
     host: bool  # runs off the GPU: its Views are no longer known zeros (views.zeroed)
 
 
@@ -58,15 +72,19 @@ class Template:
     head: tuple  # the calls pending before the first step (each must have an equal one in the trace)
     steps: tuple
     tail: tuple  # step numbers left pending by the partition
-    partition: tuple  # the partition's calls, in the order it ran them
-    owners: tuple  # per partition position: ("head", k) or ("step", i), whose Future a reduction's value goes to
-    launches: tuple  # (kernel, policy slots, arguments, partition positions, apart?), in the order they ran
+    owners: tuple  # per partition position (the order it ran its calls): ("head", k) or ("step", i)
+    launches: tuple  # [kernel, policy slots, arguments, ((position, slot), ...), partition positions], as they ran
     unfused: int  # groups the profitability decisions run apart
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
-    geometry: tuple  # (View, ptr, shape, strides) of every View the calls take
+    views: list  # per slot, the View of the last run
+    spans: list  # per slot, (pointer, shape, strides) of that View then
+    kinds: tuple  # per slot, (sig, shape, strides): what a new View in it must have
+    pinned: tuple  # per slot, its View if the head takes it (it is never replaced), else None
+    disjoint: bool  # the slots' Views share no byte: new Views may fill slots
     settings: tuple  # what the plan and kernels were made under (see ``_settings``)
     space: object  # the runtime's default space
     record: object  # the recorded flush's explain record
+    form: tuple  # the head's length and the steps' workunits: a template of the same form replaces this one
 
 
 def _settings() -> tuple:
@@ -93,57 +111,162 @@ def _fresh(call: KernelCall) -> KernelCall:
     return KernelCall(call.prepared, call.policy, call.args, site=call.site, request=call.request)
 
 
+def _disjoint(passed) -> bool:
+    """Whether no two of the Views ``passed`` share a byte."""
+    spans = sorted(v.bounds for v in passed if v.bounds[0] != v.bounds[1])
+    return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+class _Match:
+    """A template being matched: the View in each slot so far."""
+
+    __slots__ = ("template", "filled", "taken", "new")
+
+    def __init__(self, template: Template):
+        self.template = template
+        self.filled = list(template.pinned)
+        self.taken = {id(v) for v in template.pinned if v is not None}  # no View fills two slots
+        self.new = False  # a new View fills a slot
+
+    def takes(self, step: Step, kwargs: dict) -> bool:
+        """Whether ``kwargs`` are the step's (module docstring); slots are filled only if they are."""
+        get, filled, template = kwargs.get, self.filled, self.template
+        first = []  # slots this step fills
+        for name, want, slot in step.kwargs:
+            got = get(name, _MISSING)
+            if slot < 0:
+                if got is not want and not _same_scalar(got, want):
+                    break
+                continue
+            now = filled[slot]
+            if now is not None:
+                if got is not now:
+                    break
+                continue
+            if id(got) in self.taken:
+                break
+            if got is not template.views[slot]:
+                if not template.disjoint or type(got) is not _View \
+                        or (got.sig, got.shape, got.strides) != template.kinds[slot]:
+                    break
+                self.new = True
+            filled[slot] = got
+            self.taken.add(id(got))
+            first.append(slot)
+        else:
+            return True
+        for slot in first:
+            self.taken.discard(id(filled[slot]))
+            filled[slot] = None
+        return False
+
+    def escaped(self, step: Step) -> bool:
+        filled = self.filled
+        return any(filled[slot].escaped(write) for slot, write in step.escapable)
+
+    def call(self, step: Step) -> KernelCall:
+        """A trace entry's call for ``step``, with the slots' Views."""
+        filled = self.filled
+        args = list(step.args)
+        for position, slot in step.positions:
+            args[position] = filled[slot]
+        kwargs = {name: want if slot < 0 else filled[slot] for name, want, slot in step.kwargs}
+        return KernelCall(step.prepared, step.bound_policy, tuple(args), site=step.site,
+                          request=(step.op, (step.policy, step.workunit), kwargs))
+
+    def valid(self, rt) -> bool:
+        """Whether the kept launches are what the trace would run with the slots' Views (module docstring)."""
+        template = self.template
+        if not (rt.enabled and rt.fuse and rt.default_space is template.space and _settings() == template.settings):
+            return False
+        for view, last, span, kind in zip(self.filled, template.views, template.spans, template.kinds):
+            if view is last:
+                if (view.ptr, view.shape, view.strides) != span:
+                    return False
+            elif (view.shape, view.strides) != kind[1:]:
+                return False
+        return not self.new or _disjoint(self.filled)
+
+    def adopt(self) -> None:
+        """Make the slots' Views the template's (after they ran): the next repetition on them is compared by
+        identity, and the last run's Views are not held."""
+        template, filled = self.template, self.filled
+        template.views[:] = filled
+        template.spans[:] = [(v.ptr, v.shape, v.strides) for v in filled]
+        for launch in template.launches:
+            passed = list(launch[2])
+            for position, slot in launch[3]:
+                passed[position] = filled[slot]
+            launch[2] = tuple(passed)
+
+
+def _slots_of(head: tuple, made: list):
+    """The slots of a template's Views: (views, slot of each View's id)."""
+    order: dict = {}
+    for call in [*head, *made]:
+        for i, _ in call.prepared.view_params:
+            view = call.args[i]
+            order.setdefault(id(view), (len(order), view))
+    return [view for _, view in order.values()], {key: slot for key, (slot, _) in order.items()}
+
+
 class Rerun:
-    """The templates of a runtime, and how far the calls made since the last flush match one of them."""
+    """The templates of a runtime, and how far the calls made since the last flush match them."""
 
     def __init__(self):
-        self.templates: dict = {}  # id(first step's workunit) -> Template
-        self.current: Template | None = None
-        self.matched = 0  # steps of ``current`` matched and not yet run
+        self.templates: dict = {}  # id(first step's workunit) -> [Template, ...], oldest first
+        self.alive: list = []  # a _Match per template the calls so far match
+        self.current: _Match | None = None  # one of them (the matched calls are its steps)
+        self.matched = 0  # steps matched and not yet run
         self.futures: list = []  # per matched step, the Future a reduction returned (None for a parallel_for)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
     def take(self, rt, op: str, args: tuple, kwargs: dict):
-        """If ``parallel_<op>(*args, **kwargs)`` is the template's next call: count it (it runs at the next host
-        access) and return what the call returns (None, or a reduction's Future); else ``MISS``, which leaves it
-        to the ordinary path."""
+        """If ``parallel_<op>(*args, **kwargs)`` is a matched template's next call: count it (it runs at the next
+        host access) and return what the call returns (None, or a reduction's Future); else ``MISS``, which leaves
+        it to the ordinary path."""
         if len(args) != 2:
             if len(args) != 3 or type(args[0]) is not str:
                 return MISS
             args = args[1:]  # PyKokkos's kernel label
         matched = self.matched
         if matched:
-            template = self.current
-            if matched == len(template.steps):
-                return MISS
+            alive = self.alive
         else:
-            template = self.templates.get(id(args[1]))
-            if template is None or rt.failures or not (rt.enabled and rt.fuse) \
-                    or rt.default_space is not template.space or not self._holds_head(rt.logged.entries, template):
+            listed = self.templates.get(id(args[1]))
+            if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
+            entries = rt.logged.entries
+            alive = [_Match(t) for t in listed if t.space is rt.default_space and self._holds_head(entries, t)]
         if rt.batch is not None:
             return MISS
-        step = template.steps[matched]
-        policy = args[0]
-        if args[1] is not step.workunit or op != step.op or len(kwargs) != len(step.kwargs) or (
-                policy is not step.policy and (type(policy) is not type(step.policy) or policy != step.policy)):
+        policy, workunit = args
+        live = escape.live()
+        survivors = []
+        for match in alive:
+            steps = match.template.steps
+            if len(steps) <= matched:
+                continue
+            step = steps[matched]
+            if workunit is not step.workunit or op != step.op or len(kwargs) != len(step.kwargs) or (
+                    policy is not step.policy and (type(policy) is not type(step.policy) or policy != step.policy)):
+                continue
+            if match.takes(step, kwargs) and not (live and match.escaped(step)):
+                survivors.append(match)
+        if not survivors:
             return MISS
-        get = kwargs.get
-        for name, want in step.kwargs:
-            got = get(name, _MISSING)
-            if got is not want and not _same_scalar(got, want):
-                return MISS
-        if escape.live() and any(view.escaped(write) for view, write in step.escapable):
-            return MISS
+        first = survivors[0]
+        step = first.template.steps[matched]
         if views.zeroed and step.host:
-            views.touched([view for view, _ in step.escapable])
+            for match in survivors:
+                views.touched([match.filled[slot] for slot, _ in step.escapable])
         if not matched:
             self.futures = []
-        self.current = template
+        self.alive, self.current = survivors, first
         self.matched = matched + 1
         rt.counts["ops_traced"] += 1
-        result = Future(step.call.prepared.spec.accs[0], rt.resolve) if op == "reduce" else None
+        result = Future(step.prepared.spec.accs[0], rt.resolve) if op == "reduce" else None
         self.futures.append(result)
         return result
 
@@ -155,19 +278,22 @@ class Rerun:
     def materialize(self, trace) -> None:
         """Put the matched calls in ``trace`` as ordinary entries, after the head already there (a reduction's
         Future becomes its entry's)."""
-        steps, self.matched = self.current.steps[:self.matched], 0
-        for step, future in zip(steps, self.futures):
-            trace.append(_with_result(_fresh(step.call), future))
+        match, matched = self.current, self.matched
+        self.matched, self.alive = 0, []
+        for step, future in zip(match.template.steps[:matched], self.futures):
+            trace.append(_with_result(match.call(step), future))
 
     # --- running ---------------------------------------------------------------------------------
     def run(self, rt) -> None:
         """At a host access: launch a complete match's kernels, or make a partial one trace entries."""
-        template = self.current
-        if not (self.matched == len(template.steps) and self._still_valid(rt, template)) \
-                or any(profit.repaid(entry) for entry in template.waiting):
+        match = next((m for m in self.alive if len(m.template.steps) == self.matched), None)
+        if match is None or not match.valid(rt) or any(profit.repaid(entry) for entry in match.template.waiting):
             self.materialize(rt.logged)
             return
-        self.matched = 0
+        template = match.template
+        if match.new:
+            match.adopt()
+        self.matched, self.alive = 0, []
         trace = rt.logged
         head = [e.call for e in trace.entries]
         trace.clear()  # the head: it runs now
@@ -177,55 +303,60 @@ class Rerun:
         rt._running = True
         try:
             rt.counts["groups_unfused"] += template.unfused
-            for number, (kernel, slots, passed, members, _) in enumerate(template.launches):
+            for number, (kernel, slots, passed, _, members) in enumerate(template.launches):
                 try:
                     results = iter(kernel.launch(slots, passed))
                 except KfuseError as exc:
-                    self._after_failure(rt, template, number, exc, record, head)
+                    self._after_failure(rt, match, number, exc, record, head)
                     return
                 for p in members:
-                    if template.partition[p].prepared.spec.op == "reduce":
+                    if self._op(template, p, head) == "reduce":
                         self._future(template, p, head).set_result(next(results))
         finally:
             rt._running = False
             for i in template.tail:
-                trace.append(_with_result(_fresh(template.steps[i].call), self.futures[i]))
+                trace.append(_with_result(match.call(template.steps[i]), self.futures[i]))
             self.mark = trace.arrivals
+
+    @staticmethod
+    def _op(template: Template, position: int, head: list) -> str:
+        kind, k = template.owners[position]
+        return (head[k].prepared if kind == "head" else template.steps[k].prepared).spec.op
 
     def _future(self, template: Template, position: int, head: list):
         """The Future partition call ``position`` delivers: a head call's own, or the one its step returned."""
         kind, k = template.owners[position]
         return head[k].result if kind == "head" else self.futures[k]
 
-    def _call_for(self, template: Template, position: int, head: list) -> KernelCall:
-        return _with_result(_fresh(template.partition[position]), self._future(template, position, head))
+    def _call_for(self, match: _Match, position: int, head: list) -> KernelCall:
+        kind, k = match.template.owners[position]
+        call = _fresh(head[k]) if kind == "head" else match.call(match.template.steps[k])
+        return _with_result(call, self._future(match.template, position, head))
 
-    @staticmethod
-    def _still_valid(rt, template: Template) -> bool:
-        return rt.enabled and rt.fuse and rt.default_space is template.space and all(
-            view.ptr == ptr and view.shape == shape and view.strides == strides
-            for view, ptr, shape, strides in template.geometry) and _settings() == template.settings
-
-    def _after_failure(self, rt, template: Template, number: int, exc: KfuseError, record, head: list) -> None:
+    def _after_failure(self, rt, match: _Match, number: int, exc: KfuseError, record, head: list) -> None:
         """Launch ``number`` failed: a fault loses what the pipeline says it loses; a launch that did not start
         goes back to the trace with every later one (the ordinary path then runs and reports them)."""
-        self.templates.pop(id(template.steps[0].workunit), None)
+        template = match.template
+        listed = self.templates.get(id(template.steps[0].workunit), [])
+        if template in listed:
+            listed.remove(template)
         record.notes.append(f"rerun launch {number + 1} failed: {str(exc).splitlines()[0] if str(exc) else exc}")
-        members = list(template.launches[number][3])
-        later = [i for launch in template.launches[number + 1:] for i in launch[3]]
+        members = list(template.launches[number][4])
+        later = [i for launch in template.launches[number + 1:] for i in launch[4]]
         if is_fault(exc):
-            after_fault([self._call_for(template, i, head) for i in members], exc, rt.failures)
+            after_fault([self._call_for(match, i, head) for i in members], exc, rt.failures)
         else:
             later += members
         for i in sorted(later):
-            rt.logged.append(self._call_for(template, i, head))
+            rt.logged.append(self._call_for(match, i, head))
 
     # --- keeping ---------------------------------------------------------------------------------
     def keep(self, rt, entries: list, launches: list | None, record, waiting: tuple = ()) -> None:
         """After a flush ran ``entries``: keep it as a template if a repetition of it can be rerun (module
-        docstring), and mark the trace's pending calls as the next flush's head. ``waiting``: the profitability
-        entries of groups the cost model runs apart until their compile is repaid (each rerun counts one more
-        occurrence of them, and the first the model would fuse goes through the trace instead)."""
+        docstring), and mark the trace's pending calls as the next flush's head. ``launches``: (kernel, policy
+        slots, arguments, partition positions, apart?) as pipeline.run_partition ran them. ``waiting``: the
+        profitability entries of groups the cost model runs apart until their compile is repaid (each rerun counts
+        one more occurrence of them, and the first the model would fuse goes through the trace instead)."""
         mark, self.mark = self.mark, rt.logged.arrivals
         if launches is None or rt.failures or guard.forked_after_start:
             return
@@ -236,45 +367,62 @@ class Rerun:
         made = sorted([e for e in entries if e.number >= mark] + left, key=lambda e: e.number)
         if not made:
             return
-        geometry, live = {}, escape.live()
-        escapables = [_escapable(e.call, live, geometry) for e in made]
-        if None in escapables or any(_escapable(call, live, geometry) is None for call in head):
+        live = escape.live()
+        if not all(_rerunnable(e.call, live) for e in made) or not all(_rerunnable(call, live) for call in head):
             return
-        steps = []
-        for entry, escapable in zip(made, escapables):
-            call = entry.call
-            op, (policy, workunit), kwargs = call.request
-            steps.append(Step(op, workunit, policy, tuple(kwargs.items()), call, escapable,
-                              runs_off_gpu(call.prepared.backend, call.prepared.spec.space)))
+        calls = [e.call for e in made]
+        slot_views, slot_of = _slots_of(head, calls)
+        steps = tuple(_step(call, slot_of) for call in calls)
         pending = {id(e) for e in left}
         tail = tuple(i for i, e in enumerate(made) if id(e) in pending)
         step_of = {id(e): i for i, e in enumerate(made)}
         owners = tuple(("head", k) if k < len(head) else ("step", step_of[id(e)]) for k, e in enumerate(entries))
-        if len(self.templates) >= _KEPT:
+        kept = [[kernel, slots, passed, tuple((i, slot_of[id(a)]) for i, a in enumerate(passed) if id(a) in slot_of),
+                 members] for kernel, slots, passed, members, _ in launches]
+        head_slots = {slot_of[id(call.args[i])] for call in head for i, _ in call.prepared.view_params}
+        template = Template(
+            head, steps, tail, owners, tuple(kept), sum(record.apart(g) for g in record.groups), waiting,
+            slot_views, [(v.ptr, v.shape, v.strides) for v in slot_views],
+            tuple((v.sig, v.shape, v.strides) for v in slot_views),
+            tuple(v if s in head_slots else None for s, v in enumerate(slot_views)), _disjoint(slot_views),
+            _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)))
+        key = id(steps[0].workunit)
+        listed = [t for t in self.templates.get(key, ()) if t.form != template.form][1 - _PER_WORKUNIT:]
+        listed.append(template)
+        if sum(len(others) for others in self.templates.values()) >= _KEPT:
             self.templates.clear()
-        self.templates[id(steps[0].workunit)] = Template(
-            head, tuple(steps), tail, tuple(e.call for e in entries), owners, tuple(launches),
-            sum(record.apart(g) for g in record.groups), waiting, tuple(geometry.values()),
-            _settings(), rt.default_space, replace(record))
+        self.templates[key] = listed
 
     def forget(self) -> None:
         self.templates.clear()
-        self.current, self.matched, self.futures = None, 0, []
+        self.alive, self.current, self.matched, self.futures = [], None, 0, []
 
 
-def _escapable(call: KernelCall, live: bool, geometry: dict) -> tuple | None:
-    """A rerunnable call's ((View, written?), ...), each View's geometry noted in ``geometry``; None for a call a
-    rerun cannot repeat: not made as ``pk.parallel_*(policy, workunit, **kwargs)``, a scan, one taking a Future or
-    printing, or one on memory the host can reach past the barriers (escape.py)."""
+def _rerunnable(call: KernelCall, live: bool) -> bool:
+    """Whether a rerun can repeat ``call``: made as ``pk.parallel_*(policy, workunit, **kwargs)``, not a scan, taking
+    no Future, not printing, its Views all ``View``s the host cannot reach past the barriers (escape.py)."""
     prepared = call.prepared
     if call.request is None or call.futures or prepared.spec.op == "scan" or prepared.prints:
-        return None
-    escapable = tuple((call.args[i], write) for i, write in prepared.view_params)
-    for view, write in escapable:
-        if type(view) is not views.View or live and view.escaped(write):
-            return None
-        geometry[id(view)] = (view, view.ptr, view.shape, view.strides)
-    return escapable
+        return False
+    for i, write in prepared.view_params:
+        view = call.args[i]
+        if type(view) is not _View or live and view.escaped(write):
+            return False
+    return True
+
+
+def _step(call: KernelCall, slot_of: dict) -> Step:
+    op, (policy, workunit), kwargs = call.request
+    prepared = call.prepared
+    positions = tuple((i, slot_of[id(call.args[i])]) for i, _ in prepared.view_params)
+    args = list(call.args)
+    for i, _ in positions:
+        args[i] = None
+    form = tuple((name, None, slot_of[id(value)]) if type(value) is _View else (name, value, -1)
+                 for name, value in kwargs.items())
+    return Step(op, workunit, policy, form, prepared, call.policy, tuple(args), positions, call.site,
+                tuple((slot_of[id(call.args[i])], write) for i, write in prepared.view_params),
+                runs_off_gpu(prepared.backend, prepared.spec.space))
 
 
 def _with_result(call: KernelCall, future) -> KernelCall:

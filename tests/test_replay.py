@@ -194,12 +194,15 @@ def test_changes_the_plan_depends_on_are_not_replayed():
         "another kernel": dict(src="x", dst="y", kernel=push),
         "another range": dict(src="x", dst="y", n=N - 1),
     }
+    # a rerun (kfuse/rerun.py) also skips planning: it may run an unchanged partition, or one on another View of
+    # the same geometry that aliases nothing ("another View"), but no change the plan depends on
+    again = ("replayed", "rerun")
     assert step("x", "y") in ("", "cached")
     for change, args in changes.items():
-        assert step("x", "y") == "replayed", change
+        assert step("x", "y") in again, change
         assert step("x", "y", a=3.0, b=0.5) == "replayed", change  # new values, the same pattern
-        assert step(**args) != "replayed", change
-        assert step(**args) == "replayed", change
+        assert step(**args) not in (("replayed",) if change == "another View" else again), change
+        assert step(**args) in again, change
 
 
 @pytest.mark.backend("python")

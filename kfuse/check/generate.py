@@ -49,6 +49,9 @@ def case(ch) -> Case:
 
 
 def program(ch, failures: bool = True, max_steps: int = 16) -> tuple:
+    """One program: one in five a time-step loop (``loop``), the others random steps."""
+    if ch.integer(0, 4) == 0:
+        return loop(ch)
     steps: list = []
     n_results = 0
     exported: set = set()
@@ -73,16 +76,32 @@ def program(ch, failures: bool = True, max_steps: int = 16) -> tuple:
             continue
         steps.append(step)
     if len(steps) >= 2 and ch.integer(0, 3) == 0:
-        return _repeated(ch, steps)
+        start = ch.integer(0, len(steps) - 1)
+        end = ch.integer(start + 1, len(steps))
+        return _repeated(ch, steps, start, end, ch.integer(2, 5), ch.integer(0, 1))
     return tuple(steps)
 
 
-def _repeated(ch, steps: list) -> tuple:
-    """``steps`` with a run of them repeated 2-5 times, as a time-step loop repeats its body (the runtime reruns a
-    repeated flush without tracing, kfuse/rerun.py); one repetition may call with another number."""
-    start = ch.integer(0, len(steps) - 1)
-    end = ch.integer(start + 1, len(steps))
-    body, times = steps[start:end], ch.integer(2, 5)
+def loop(ch) -> tuple:
+    """A time-step loop: 2-4 calls and a read of an array they take, repeated 3-6 times (the runtime reruns such
+    flushes, kfuse/rerun.py)."""
+    body = [call(ch, 0, failures=False) for _ in range(ch.integer(2, 4))]
+    return _repeated(ch, body, 0, len(body), ch.integer(3, 6), True)
+
+
+def _repeated(ch, steps: list, start: int, end: int, times: int, read: bool) -> tuple:
+    """``steps`` with ``steps[start:end]`` done ``times`` times, as a time-step loop repeats its body; one
+    repetition may call with another number. With ``read``, a read of an array the body's calls take ends each
+    repetition (each one a flush); half of the time each repetition after the first makes some of those arrays
+    anew (new Views of the same shape, as a program that allocates its arrays for each run)."""
+    body = steps[start:end]
+    arrays = sorted({name for s in body if isinstance(s, Call) for name in s.arrays})
+    if arrays and read:
+        body = body + [Read(ch.choice(arrays), ch.choice(sorted(READS)))]
+    used = [name for name in arrays if name in REALLOCATABLE]
+    if used and ch.integer(0, 1):
+        anew = [Realloc(name) for name in used if ch.integer(0, 2)]
+        body = anew + [s for s in body if not (isinstance(s, Realloc) and s in anew)]
     copies = [list(body) for _ in range(times - 1)]
     changed = ch.integer(0, 2 * len(copies) - 1)  # half of the time: no copy changes
     if changed < len(copies):
