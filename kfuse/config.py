@@ -100,8 +100,9 @@ FUSION = Setting("KFUSE_FUSION", "auto", "0 forces eager execution, 1 traces and
                  False, _tristate)
 MAX_TRACE = Setting("KFUSE_MAX_TRACE", "4096", "Pending calls kept before the trace is flushed.", False, int)
 MAX_GROUP = Setting(
-    "KFUSE_MAX_GROUP", "32", "Most calls fused into one kernel (0: no bound); a group that reaches it ends on a whole "
-    "repeating step, so a time-step loop runs one fused kernel again and again instead of one giant kernel.", False,
+    "KFUSE_MAX_GROUP", "64", "Most calls fused into one kernel, which holds at most 64 syntax nodes of kernel code per "
+    "call of this bound (0: no bound); a group that reaches either ends on a whole repeating step, so a time-step loop "
+    "runs one fused kernel again and again instead of one giant kernel.", False,
     int)
 PROFIT = Setting(
     "KFUSE_PROFIT", "measure", "Whether a fused group runs fused (kfuse/fuser/profit.py): off fuses every group the "

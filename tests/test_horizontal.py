@@ -16,13 +16,14 @@ import pytest
 import kfuse as pk
 from kfuse import context
 from kfuse.fuser.graph import Graph, Node
-from kfuse.fuser.planner import MAX_PARTS, Split, plan, vertical
+from kfuse.fuser.planner import CODE_PER_CALL, MAX_PARTS, Split, plan, vertical
 from fusion_check import assert_same, run_eager_and_fused, view_of
 from test_schedule import READ_NEIGHBOUR, READ_X_WRITE_Y, SCAN, WRITE_X
 
 
-def node(number, pattern, views, bounds=((0, 100),), op="for", policy="RangePolicy", space="OpenMP", helpers=()):
-    return Node(number, f"k{number}", space, policy, bounds, tuple(views), (), (), tuple(helpers), op), pattern
+def node(number, pattern, views, bounds=((0, 100),), op="for", policy="RangePolicy", space="OpenMP", helpers=(),
+         size=1):
+    return Node(number, f"k{number}", space, policy, bounds, tuple(views), (), (), tuple(helpers), op, size), pattern
 
 
 def planned(*nodes, overlaps=(), max_group=32):
@@ -80,6 +81,22 @@ def test_parts_and_calls_are_bounded():
     assert [len(g) for g in groups] == [MAX_PARTS, 3] and parts == {0: (1,) * MAX_PARTS, 1: (1, 1, 1)}
     groups, parts, _ = planned(*many[:5], max_group=2)
     assert groups == [[0, 1], [2, 3], [4]] and parts == {0: (1, 1), 1: (1, 1)}
+
+
+def test_groups_and_parts_are_bounded_by_their_code():
+    """A group holds at most max_group * CODE_PER_CALL syntax nodes: five calls of 100 nodes under a bound of 8
+    calls (512 nodes), and two parts of three such calls do not join (600 nodes)."""
+    assert CODE_PER_CALL == 64
+    chain = [node(1, WRITE_X, [("x", 0)], size=100) for _ in range(10)]
+    groups, parts, boundaries = planned(*chain, max_group=8)
+    assert groups == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]] and boundaries == [(5, Split.GROUP_SIZE)]
+    small = [node(1, WRITE_X, [("x", 0)], size=30) for _ in range(10)]
+    assert planned(*small, max_group=8)[0] == [list(range(8)), [8, 9]]  # 8 calls, 240 nodes: the call bound
+    apart = [node(1, WRITE_X, [("x", 0)], size=100)] * 3 + [node(1, WRITE_X, [("x", 1)], bounds=((0, 9),),
+                                                                 size=100)] * 3
+    groups, parts, boundaries = planned(*apart, max_group=8)
+    assert groups == [[0, 1, 2], [3, 4, 5]] and parts == {} and boundaries == [(3, Split.RANGE)]
+    assert planned(*apart, max_group=10)[1] == {0: (3, 3)}  # 640 nodes fit: one launch, two parts
 
 
 def _random_graph(rng: random.Random) -> Graph:

@@ -200,9 +200,9 @@ def test_the_repeated_groups_of_a_loop_reuse_one_fused_kernel(kfuse_runtime, mon
     original = kfuse_runtime.backend.load
     monkeypatch.setattr(kfuse_runtime.backend, "load", lambda rendered: loads.append(rendered) or original(rendered))
     pk.enable_fusion()
-    _particles(160)  # 320 calls: ten groups of 32, then the reduction
+    _particles(320)  # 640 calls: ten groups of 64, then the reduction
     rec = [r for r in kfuse_runtime.records if len(r.call_names) > 1][-1]
-    assert [len(g) for g in rec.groups] == [32] * 10 + [1]
+    assert [len(g) for g in rec.groups] == [64] * 10 + [1]
     assert {r.kind for _, r in rec.boundaries} == {Split.GROUP_SIZE}
     assert len(set(rec.fused_names)) == 1 and len(rec.fused_names) == 10
     assert len(kfuse_runtime.fused) == 1  # one fused kernel built and loaded ...

@@ -59,7 +59,7 @@ class FlushRecord:
 
 
 _HOW = {"replayed": " (replayed)", "cached": " (plan cached)", "": "",
-        "rerun": " (rerun: its calls matched a replayed flush's, so they were not traced)"}
+        "rerun": " (rerun: its calls matched a kept flush's, so they were not traced)"}
 
 
 def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecord:

@@ -35,6 +35,7 @@ class Node(NamedTuple):
     producers: tuple = ()  # partition indices of the calls whose Futures this call takes (-1: done elsewhere)
     helpers: tuple = ()  # ((helper name, digest of its resolved code), ...)
     op: str = "for"  # "for", "reduce" or "scan"
+    size: int = 1  # syntax nodes of the kernel's body: what a fused kernel's code grows by (fuser/planner.py)
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,12 @@ class Graph:
 
 def static(prepared) -> tuple:
     """What a call's node takes from its specialisation alone, worked out once per specialisation:
-    (kernel number, name, space, helpers, safety pattern)."""
+    (kernel number, name, space, helpers, safety pattern, code size)."""
     found = prepared.__dict__.get("_graph_static")
     if found is None:
-        found = prepared.__dict__["_graph_static"] = (next(_uids), prepared.name, prepared.spec.space,
-                                                      _helpers(prepared.source), pattern_of(prepared))
+        found = prepared.__dict__["_graph_static"] = (
+            next(_uids), prepared.name, prepared.spec.space, _helpers(prepared.source), pattern_of(prepared),
+            sum(1 for _ in ast.walk(prepared.source.tree)))
     return found
 
 
@@ -111,7 +113,7 @@ def of(calls) -> Graph:
     nodes, patterns = [], []
     for call in calls:
         prepared = call.prepared
-        kernel, kernel_name, space, helpers, pattern = static(prepared)
+        kernel, kernel_name, space, helpers, pattern, size = static(prepared)
         views, offsets = [], []
         for (param, t), value in zip(prepared.spec.params, call.args):
             if t.is_view:
@@ -126,7 +128,7 @@ def of(calls) -> Graph:
         producers = tuple(position.get(id(f.call), -1) if f.call is not None else -1 for _, f in call.futures)
         kind, bounds = policy_key(call.policy)
         nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers,
-                          prepared.spec.op))
+                          prepared.spec.op, size))
         patterns.append(pattern)
     return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory))
 

@@ -2,7 +2,9 @@
 
 A pure function of the partition's graph (fuser/graph.py) and the group bound: no Views, no kernels, no compiler.
 
-Linear in the number of calls: a group holds at most ``max_group`` calls, and a call joining it is checked only
+Linear in the number of calls: a group holds at most ``max_group`` calls and ``max_group * CODE_PER_CALL`` syntax
+nodes of kernel bodies (so a kernel's compile time stays bounded: 50 one-line NSTREAM updates are one kernel, six
+long force kernels fill one), and a call joining it is checked only
 against members that could conflict with it (that share memory one of them writes, or a helper's name), one per
 distinct signature (kernel, storages, offsets), with each pair of distinct signatures proved once per plan
 (``_Checker``); every decision and reason is the one a check against every member in order would give. A time-step
@@ -30,7 +32,8 @@ class Split(enum.Enum):
     NOT_THREAD_LOCAL = "access not local to its thread"
     GROUP_SIZE = "group size limit"
 
-MAX_GROUP = 32  # default bound on calls per group (config.MAX_GROUP, KFUSE_MAX_GROUP)
+MAX_GROUP = 64  # default bound on calls per group (config.MAX_GROUP, KFUSE_MAX_GROUP)
+CODE_PER_CALL = 64  # syntax nodes of kernel body a group may hold per call of its bound (a typical kernel's)
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,14 @@ class _Group:
         self.writing: dict = {}  # storage -> representatives writing it
         self.helpers: dict = {}  # helper name -> {digest: first representative with it}
         self.whole = False  # a member's kernel cannot fuse: check everything (the group is that call alone)
+        self.code = 0  # syntax nodes of its members' bodies
         self.add(index)
 
     def add(self, index: int) -> None:
         self.members.append(index)
         self.member_set.add(index)
         node = self.checker.graph.nodes[index]
+        self.code += node.size
         sig = _signature(node)
         if sig in self.distinct:
             return
@@ -208,11 +213,13 @@ def vertical(graph: Graph, max_group: int = MAX_GROUP, checker: _Checker | None 
     while index < count:
         if group is not None:
             reason = start_reason(graph, group, index, checker)
-            if reason is None and 0 < max_group <= len(group.members):
+            if reason is None and 0 < max_group and (max_group <= len(group.members)
+                                                     or group.code + nodes[index].size > max_group * CODE_PER_CALL):
                 members = group.members[:_whole_steps(graph, group.members)]
                 index = members[-1] + 1
                 reason = Reason(Split.GROUP_SIZE, f"group size limit: a group holds at most {max_group} calls "
-                                                  "(KFUSE_MAX_GROUP), and ends on a whole repeating step")
+                                                  f"(KFUSE_MAX_GROUP) and {max_group * CODE_PER_CALL} syntax nodes of "
+                                                  "kernel code, and ends on a whole repeating step")
                 result.groups.append(members)
                 result.boundaries.append((index, reason))
                 group = None
@@ -240,17 +247,19 @@ def _horizontal(graph: Graph, plan: Plan, checker: _Checker, max_group: int) -> 
     accumulator or a multi-dimensional range would need its own split of the threads."""
     starts = dict(plan.boundaries)
     merged = Plan()
-    current, sizes, touched, written = None, [], [], []
+    current, sizes, touched, written, code = None, [], [], [], 0
     for members in plan.groups:
         found = _part_memory(graph, checker, members)
         reason = starts.get(members[0])
+        more = sum(graph.nodes[i].size for i in members)
         if current is not None and found is not None and reason is not None and reason.kind is Split.RANGE \
-                and len(sizes) < MAX_PARTS and (max_group <= 0 or len(current) + len(members) <= max_group) \
+                and len(sizes) < MAX_PARTS and (max_group <= 0 or len(current) + len(members) <= max_group
+                                                and code + more <= max_group * CODE_PER_CALL) \
                 and graph.nodes[members[0]].space == graph.nodes[current[0]].space \
                 and not _conflict(graph, touched, written, *found) and not _helper_clash(graph, current, members):
             current += members
             sizes.append(len(members))
-            touched, written = touched + found[0], written + found[1]
+            touched, written, code = touched + found[0], written + found[1], code + more
             continue
         if current is not None:
             _close(merged, current, sizes)
@@ -260,7 +269,7 @@ def _horizontal(graph: Graph, plan: Plan, checker: _Checker, max_group: int) -> 
         if found is None:
             merged.groups.append(members)  # never a part
             continue
-        current, sizes, (touched, written) = list(members), [len(members)], found
+        current, sizes, (touched, written), code = list(members), [len(members)], found, more
     if current is not None:
         _close(merged, current, sizes)
     return merged
