@@ -9,9 +9,10 @@ those stayed pending (``tail``: the partition did not need them), and the launch
 distinct View the calls take is a slot. While the trace holds the head and the next calls match a template one by
 one -- the same workunit and policy objects, scalars of the same type and value (0.0 and -0.0 apart), in each slot
 the View of the template's last run or a new View in its place, the same one wherever the slot recurs -- the
-calls are only counted: no binding, no trace entry, no analysis (a matched reduction returns a new Future). At the
-next host access (or a Future's value) a complete match launches the kept kernels again with the slots' Views,
-delivers the reductions' values and leaves the tail pending, and the access goes on through the trace as usual.
+calls are only counted: no binding, no trace entry, no analysis (a matched reduction or scan returns a new
+Future). At the next host access (or a Future's value) a complete match launches the kept kernels again with the
+slots' Views, delivers the reductions' and scans' values and leaves the tail pending, and the access goes on
+through the trace as usual.
 Anything else -- another call, another scalar, an escaped View, recorded array operations, a failure, a match
 cut short -- turns the matched calls into ordinary trace entries, as if nothing had been matched.
 
@@ -26,7 +27,7 @@ template's own Views. The partition is closed under dependencies (tracer/trace.p
 any host access, needed or not (a pending call may run early), and whatever the access needs from the tail the
 trace then runs. A template holds the Views of its last run until it is replaced; at most ``_PER_WORKUNIT``
 templates are kept per first workunit (loops whose flushes alternate, e.g. with and without a neighbour-list
-rebuild) and ``_KEPT`` in all.
+rebuild, or runs under other transforms) and ``_KEPT`` in all.
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ class Step:
     args: tuple  # the call's arguments, None where a View goes
     positions: tuple  # ((argument position, slot), ...) of its Views
     site: str
-    escapable: tuple  # ((slot, written?), ...): what to ask while escaped memory exists
+    escapable: tuple  # ((slot, written?), ...) of its Views
     host: bool  # runs off the GPU: its Views are no longer known zeros (views.zeroed)
 
 
@@ -80,11 +81,12 @@ class Template:
     spans: list  # per slot, (pointer, shape, strides) of that View then
     kinds: tuple  # per slot, (sig, shape, strides): what a new View in it must have
     pinned: tuple  # per slot, its View if the head takes it (it is never replaced), else None
+    writes: tuple  # per slot, whether a call writes its View
     disjoint: bool  # the slots' Views share no byte: new Views may fill slots
     settings: tuple  # what the plan and kernels were made under (see ``_settings``)
     space: object  # the runtime's default space
     record: object  # the recorded flush's explain record
-    form: tuple  # the head's length and the steps' workunits: a template of the same form replaces this one
+    form: tuple  # the head's length and the steps' workunits: one of the same form and settings replaces it
 
 
 def _settings() -> tuple:
@@ -120,11 +122,12 @@ def _disjoint(passed) -> bool:
 class _Match:
     """A template being matched: the View in each slot so far."""
 
-    __slots__ = ("template", "filled", "taken", "new")
+    __slots__ = ("template", "filled", "live", "taken", "new")
 
-    def __init__(self, template: Template):
+    def __init__(self, template: Template, live: bool):
         self.template = template
         self.filled = list(template.pinned)
+        self.live = live  # escaped memory exists now: a View is asked once, when it fills its slot
         self.taken = {id(v) for v in template.pinned if v is not None}  # no View fills two slots
         self.new = False  # a new View fills a slot
 
@@ -150,6 +153,8 @@ class _Match:
                         or (got.sig, got.shape, got.strides) != template.kinds[slot]:
                     break
                 self.new = True
+            if self.live and got.escaped(template.writes[slot]):
+                break
             filled[slot] = got
             self.taken.add(id(got))
             first.append(slot)
@@ -160,9 +165,10 @@ class _Match:
             filled[slot] = None
         return False
 
-    def escaped(self, step: Step) -> bool:
-        filled = self.filled
-        return any(filled[slot].escaped(write) for slot, write in step.escapable)
+    def escaped(self) -> bool:
+        """Whether a View of the head's slots is escaped (asked once, as the match starts)."""
+        writes = self.template.writes
+        return self.live and any(v is not None and v.escaped(writes[s]) for s, v in enumerate(self.filled))
 
     def call(self, step: Step) -> KernelCall:
         """A trace entry's call for ``step``, with the slots' Views."""
@@ -218,7 +224,7 @@ class Rerun:
         self.alive: list = []  # a _Match per template the calls so far match
         self.current: _Match | None = None  # one of them (the matched calls are its steps)
         self.matched = 0  # steps matched and not yet run
-        self.futures: list = []  # per matched step, the Future a reduction returned (None for a parallel_for)
+        self.futures: list = []  # per matched step, the Future a reduction or scan returned (else None)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
@@ -237,14 +243,17 @@ class Rerun:
             listed = self.templates.get(id(args[1]))
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
-            entries = rt.logged.entries
-            alive = [_Match(t) for t in listed if t.space is rt.default_space and self._holds_head(entries, t)]
+            entries, settings, live = rt.logged.entries, _settings(), escape.live()
+            alive = [match for match in (_Match(t, live) for t in listed if t.space is rt.default_space
+                                         and t.settings == settings and self._holds_head(entries, t))
+                     if not match.escaped()]
         if rt.batch is not None:
             return MISS
         policy, workunit = args
-        live = escape.live()
+        live = escape.live()  # escaped memory may appear between two calls (a new View over a held array)
         survivors = []
         for match in alive:
+            match.live = live
             steps = match.template.steps
             if len(steps) <= matched:
                 continue
@@ -252,7 +261,7 @@ class Rerun:
             if workunit is not step.workunit or op != step.op or len(kwargs) != len(step.kwargs) or (
                     policy is not step.policy and (type(policy) is not type(step.policy) or policy != step.policy)):
                 continue
-            if match.takes(step, kwargs) and not (live and match.escaped(step)):
+            if match.takes(step, kwargs):
                 survivors.append(match)
         if not survivors:
             return MISS
@@ -266,7 +275,7 @@ class Rerun:
         self.alive, self.current = survivors, first
         self.matched = matched + 1
         rt.counts["ops_traced"] += 1
-        result = Future(step.prepared.spec.accs[0], rt.resolve) if op == "reduce" else None
+        result = Future(step.prepared.spec.accs[0], rt.resolve) if op != "for" else None
         self.futures.append(result)
         return result
 
@@ -310,7 +319,7 @@ class Rerun:
                     self._after_failure(rt, match, number, exc, record, head)
                     return
                 for p in members:
-                    if self._op(template, p, head) == "reduce":
+                    if self._op(template, p, head) != "for":
                         self._future(template, p, head).set_result(next(results))
         finally:
             rt._running = False
@@ -380,14 +389,17 @@ class Rerun:
         kept = [[kernel, slots, passed, tuple((i, slot_of[id(a)]) for i, a in enumerate(passed) if id(a) in slot_of),
                  members] for kernel, slots, passed, members, _ in launches]
         head_slots = {slot_of[id(call.args[i])] for call in head for i, _ in call.prepared.view_params}
+        written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}
         template = Template(
             head, steps, tail, owners, tuple(kept), sum(record.apart(g) for g in record.groups), waiting,
             slot_views, [(v.ptr, v.shape, v.strides) for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
-            tuple(v if s in head_slots else None for s, v in enumerate(slot_views)), _disjoint(slot_views),
+            tuple(v if s in head_slots else None for s, v in enumerate(slot_views)),
+            tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
             _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)))
         key = id(steps[0].workunit)
-        listed = [t for t in self.templates.get(key, ()) if t.form != template.form][1 - _PER_WORKUNIT:]
+        listed = [t for t in self.templates.get(key, ())
+                  if t.form != template.form or t.settings != template.settings][1 - _PER_WORKUNIT:]
         listed.append(template)
         if sum(len(others) for others in self.templates.values()) >= _KEPT:
             self.templates.clear()
@@ -399,10 +411,10 @@ class Rerun:
 
 
 def _rerunnable(call: KernelCall, live: bool) -> bool:
-    """Whether a rerun can repeat ``call``: made as ``pk.parallel_*(policy, workunit, **kwargs)``, not a scan, taking
-    no Future, not printing, its Views all ``View``s the host cannot reach past the barriers (escape.py)."""
+    """Whether a rerun can repeat ``call``: made as ``pk.parallel_*(policy, workunit, **kwargs)``, taking no Future,
+    not printing, its Views all ``View``s the host cannot reach past the barriers (escape.py)."""
     prepared = call.prepared
-    if call.request is None or call.futures or prepared.spec.op == "scan" or prepared.prints:
+    if call.request is None or call.futures or prepared.prints:
         return False
     for i, write in prepared.view_params:
         view = call.args[i]

@@ -555,3 +555,70 @@ def test_random_runs_on_new_and_aliased_views_compute_what_eager_computes(data):
 
     expected, got, _, _ = run_eager_and_fused(program)
     assert_same(expected, got)
+
+
+@pk.workunit
+def rr_prefix(i: int, acc: pk.Acc[pk.double], last_pass: bool, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    acc += x[i]
+    if last_pass:
+        y[i] = acc
+
+
+def test_a_loop_with_a_scan_is_rerun_and_its_totals_are_delivered():
+    """A scan (a neighbour-list build's bin offsets) in the loop: matched like a reduction, its total delivered."""
+    def program():
+        x, v, y = view_of(X0 + 1.0), view_of(V0), view_of(np.zeros(N))
+        totals = []
+        for _ in range(12):
+            pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+            total = pk.parallel_scan(N, rr_prefix, x=x, y=y)
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+            totals.append(float(total))
+        return totals, y.copy(), v.copy()
+
+    expected, got, _, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    x, v, totals = X0 + 1.0, V0.copy(), []
+    for _ in range(12):
+        x = x + 0.01 * v
+        totals.append(float(np.sum(x)))
+        prefix = np.cumsum(x)
+        v = v - 0.01 * x
+    np.testing.assert_allclose(got[0], totals, rtol=1e-12)
+    np.testing.assert_allclose(got[1], prefix, rtol=1e-12)
+    assert "rerun" in hows(text)
+
+
+def test_runs_under_two_transform_sets_keep_a_template_each():
+    """A program run alternately with all transforms and none (as kfuse.bench does) reruns under both."""
+    def program():
+        out = []
+        for run in range(8):
+            pk.set_transforms("none" if run % 2 else None)
+            out += _runs(lambda r: (view_of(X0 + run), view_of(V0)), count=1)
+        pk.set_transforms(None)
+        return out
+
+    expected, got, _, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert hows(text)[-4:] == ["rerun"] * 4
+
+
+def test_a_new_view_over_an_array_the_program_holds_is_not_deferred():
+    """A new View in a slot whose memory the program reaches directly (an array it keeps): the call writing it runs
+    at once, so the program's direct read of its array sees the result, as eager."""
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        seen = []
+        for run in range(8):
+            arr = np.zeros(N)
+            w = pk.from_numpy(arr if run >= 5 else arr.copy())  # from run 5 on, the program holds w's memory
+            pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+            pk.parallel_for(N - 1, shift_into, x=x, y=w)
+            seen.append(float(arr[3]))  # no barrier: NumPy reads the memory directly
+            pk.fence()
+        return seen, x.copy()
+
+    expected, got, _, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert 0.0 not in got[0][5:] and "rerun" in hows(text)
