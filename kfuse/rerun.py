@@ -134,7 +134,7 @@ class _Match:
     def takes(self, step: Step, kwargs: dict) -> bool:
         """Whether ``kwargs`` are the step's (module docstring); slots are filled only if they are."""
         get, filled, template = kwargs.get, self.filled, self.template
-        first = []  # slots this step fills
+        first = None  # slots this step fills
         for name, want, slot in step.kwargs:
             got = get(name, _MISSING)
             if slot < 0:
@@ -157,10 +157,11 @@ class _Match:
                 break
             filled[slot] = got
             self.taken.add(id(got))
+            first = first or []
             first.append(slot)
         else:
             return True
-        for slot in first:
+        for slot in first or ():
             self.taken.discard(id(filled[slot]))
             filled[slot] = None
         return False
@@ -253,7 +254,6 @@ class Rerun:
         live = escape.live()  # escaped memory may appear between two calls (a new View over a held array)
         survivors = []
         for match in alive:
-            match.live = live
             steps = match.template.steps
             if len(steps) <= matched:
                 continue
@@ -261,21 +261,26 @@ class Rerun:
             if workunit is not step.workunit or op != step.op or len(kwargs) != len(step.kwargs) or (
                     policy is not step.policy and (type(policy) is not type(step.policy) or policy != step.policy)):
                 continue
+            match.live = live
             if match.takes(step, kwargs):
                 survivors.append(match)
         if not survivors:
             return MISS
         first = survivors[0]
+        if not matched:
+            self.futures = []
+        if not matched or len(survivors) != len(alive):  # else self.alive and self.current stand
+            self.alive, self.current = survivors, first
         step = first.template.steps[matched]
         if views.zeroed and step.host:
             for match in survivors:
                 views.touched([match.filled[slot] for slot, _ in step.escapable])
-        if not matched:
-            self.futures = []
-        self.alive, self.current = survivors, first
         self.matched = matched + 1
         rt.counts["ops_traced"] += 1
-        result = Future(step.prepared.spec.accs[0], rt.resolve) if op != "for" else None
+        if op == "for":
+            self.futures.append(None)
+            return None
+        result = Future(step.prepared.spec.accs[0], rt.resolve)
         self.futures.append(result)
         return result
 
