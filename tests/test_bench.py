@@ -50,6 +50,26 @@ def test_bench_smoke_writes_json_markdown_and_png(tmp_path):
     for heading in ("Fused groups", "End to end", "Transform ablation", "Compile vs cache load", "paper"):
         assert heading in proc.stdout
     assert "NS (50) 6.55/24.63" in proc.stdout  # the paper's Table 5 row, next to ours
+    _check_merge(tmp_path, data)
+
+
+def _check_merge(tmp_path, data: dict) -> None:
+    """``--merge``: a bench split by subjects reports as one (same subjects, same Markdown sections); parts of
+    another size are refused."""
+    parts = []
+    for k, names in enumerate((["paper_fig2"], ["mvt", "nstream"])):
+        part = dict(data, subjects={n: data["subjects"][n] for n in names}, bench_seconds=1.5)
+        parts.append(tmp_path / f"part{k}.json")
+        parts[-1].write_text(json.dumps(part))
+    merged_json = tmp_path / "merged.json"
+    proc = _run("-m", "kfuse.bench", "--merge", *map(str, parts), "--json", str(merged_json))
+    merged = json.loads(merged_json.read_text())
+    assert merged["subjects"] == data["subjects"] and merged["bench_seconds"] == 3.0
+    assert merged["machine"] == data["machine"] and "End to end" in proc.stdout and "| nstream |" in proc.stdout
+    parts[1].write_text(json.dumps(dict(data, size="medium")))
+    refused = subprocess.run([sys.executable, "-m", "kfuse.bench", "--merge", *map(str, parts)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "has size medium" in refused.stderr
 
 
 def test_bench_skips_unknown_subject_with_reason(tmp_path):

@@ -1,10 +1,13 @@
 """``python -m kfuse.bench [--subjects a,b] [--size small|medium|large] [--repeat N] [--json F] [--plot F.png]
-[--smoke] [--space S] [--peers]``: Markdown on stdout, progress on stderr (``--peers``: kfuse/bench/peers.py)."""
+[--smoke] [--space S] [--peers] [--merge A.json B.json ...]``: Markdown on stdout, progress on stderr (``--peers``:
+kfuse/bench/peers.py)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 from .. import config
 from ..spaces import ExecutionSpace, get_default_space, set_default_space
@@ -27,7 +30,12 @@ def main(argv=None) -> int:
     parser.add_argument("--peers", action="store_true",
                         help="time the peer workloads in kfuse and in CuPy / torch.compile / JAX (GPU) or NumPy "
                              "(host); writes bench_results/gpu_<card>_peers.json (cpu_peers.json), or --json")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="report the subjects of earlier --json files (runs of one bench split by subjects, e.g. "
+                             "where a command may run only so long) as one: their Markdown, and --json / --plot")
     args = parser.parse_args(argv)
+    if args.merge:
+        return _report(_merged(args.merge), args)
     if args.space:  # the environment too, so the cold/warm compile subprocesses use the same space
         config.put(config.DEFAULT_SPACE, args.space)
         set_default_space(ExecutionSpace[args.space])
@@ -52,6 +60,10 @@ def main(argv=None) -> int:
     if args.compile_subject != "none":
         data["compile"] = measure.compile_times(args.compile_subject, "smoke" if args.smoke else "small")
     data["bench_seconds"] = time.perf_counter() - start
+    return _report(data, args)
+
+
+def _report(data: dict, args) -> int:
     sys.stdout.write(report.markdown(data))
     if args.json:
         report.write_json(data, args.json)
@@ -59,6 +71,23 @@ def main(argv=None) -> int:
         report.plot(data, args.plot)
     failed = [n for n, r in data["subjects"].items() if r.get("validation", "PASS") != "PASS"]
     return 1 if failed else 0
+
+
+def _merged(paths: list) -> dict:
+    """One bench result from several: the first file's machine and settings, every file's subjects in order."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    data = dict(parts[0])
+    data["subjects"], data["skipped"] = {}, {}
+    for part in parts:
+        if (part["size"], part["repeat"]) != (data["size"], data["repeat"]):
+            raise SystemExit(f"--merge: {paths[parts.index(part)]} has size {part['size']}, repeat {part['repeat']}; "
+                             f"{paths[0]} has {data['size']}, {data['repeat']}")
+        data["subjects"].update(part["subjects"])
+        data["skipped"].update(part.get("skipped", {}))
+        if "compile" in part:
+            data["compile"] = part["compile"]
+    data["bench_seconds"] = sum(part.get("bench_seconds", 0.0) for part in parts)
+    return data
 
 
 if __name__ == "__main__":
