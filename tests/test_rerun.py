@@ -622,3 +622,27 @@ def test_a_new_view_over_an_array_the_program_holds_is_not_deferred():
     expected, got, _, text = run_eager_and_fused(program)
     assert_same(expected, got)
     assert 0.0 not in got[0][5:] and "rerun" in hows(text)
+
+
+def test_array_operation_reductions_a_rerun_matches_deliver_their_value():
+    """An array operation's reduction logged behind a pending call is a call like any other: when a rerun matches
+    it, the Future the program holds still gets its value."""
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        sums = []
+        for _ in range(8):
+            pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+            total = pk.sum(pk.multiply(v, 2.0))
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+            sums.append(float(total))
+        return sums, x.copy(), v.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    x, v, sums = X0.copy(), V0.copy(), []
+    for _ in range(8):
+        x = x + 0.01 * v
+        sums.append(float(np.sum(2.0 * v)))
+        v = v - 0.01 * x
+    np.testing.assert_allclose(got[0], sums, rtol=1e-12, atol=1e-12)
+    assert stats["array_ops_recorded"] == 16  # the reductions were logged behind the pending push

@@ -209,5 +209,7 @@ def _deliver(future: Future, result) -> None:
     elif result.done:
         future.set_result(result.value())
     else:
+        if result.call is None:  # a call a rerun matched (kfuse/rerun.py): the trace entry it becomes holds it
+            context.current().trace  # (the property makes the matched calls entries)
         call = result.call
         call.result, future.call = future, call
