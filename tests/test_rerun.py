@@ -55,6 +55,15 @@ def loop(steps: int, every: int, change=None):
     return seen, x.copy(), v.copy()
 
 
+def numpy_pushes(steps: int, x0=X0):
+    """Per step of the push/kick loop, as NumPy computes it: (x after the push, v before the kick)."""
+    x, v = x0.copy(), V0.copy()
+    for _ in range(steps):
+        x = x + 0.01 * v
+        yield x, v
+        v = v - 0.01 * x
+
+
 def numpy_loop(steps: int, every: int):
     x, v, seen = X0.copy(), V0.copy(), []
     for step in range(steps):
@@ -398,11 +407,7 @@ def test_a_loop_reading_a_reduction_each_step_is_rerun():
 
     expected, got, _, text = run_eager_and_fused(converge)
     assert_same(expected, got)
-    x, v, norms = X0.copy(), V0.copy(), []
-    for _ in range(25):
-        x = x + 0.01 * v
-        v = v - 0.01 * x
-        norms.append(float(np.sum(x * x)))
+    norms = [float(np.sum(x * x)) for x, _ in numpy_pushes(25)]
     np.testing.assert_allclose(got[0], norms, rtol=1e-12)
     assert hows(text)[:-1] == ["rerun"] * 15  # explain keeps the last 16 flushes; the last runs the final kick
 
@@ -578,14 +583,9 @@ def test_a_loop_with_a_scan_is_rerun_and_its_totals_are_delivered():
 
     expected, got, _, text = run_eager_and_fused(program)
     assert_same(expected, got)
-    x, v, totals = X0 + 1.0, V0.copy(), []
-    for _ in range(12):
-        x = x + 0.01 * v
-        totals.append(float(np.sum(x)))
-        prefix = np.cumsum(x)
-        v = v - 0.01 * x
-    np.testing.assert_allclose(got[0], totals, rtol=1e-12)
-    np.testing.assert_allclose(got[1], prefix, rtol=1e-12)
+    pushed = [x for x, _ in numpy_pushes(12, X0 + 1.0)]
+    np.testing.assert_allclose(got[0], [float(np.sum(x)) for x in pushed], rtol=1e-12)
+    np.testing.assert_allclose(got[1], np.cumsum(pushed[-1]), rtol=1e-12)
     assert "rerun" in hows(text)
 
 
@@ -639,10 +639,6 @@ def test_array_operation_reductions_a_rerun_matches_deliver_their_value():
 
     expected, got, stats, _ = run_eager_and_fused(program)
     assert_same(expected, got)
-    x, v, sums = X0.copy(), V0.copy(), []
-    for _ in range(8):
-        x = x + 0.01 * v
-        sums.append(float(np.sum(2.0 * v)))
-        v = v - 0.01 * x
+    sums = [float(np.sum(2.0 * v)) for _, v in numpy_pushes(8)]
     np.testing.assert_allclose(got[0], sums, rtol=1e-12, atol=1e-12)
     assert stats["array_ops_recorded"] == 16  # the reductions were logged behind the pending push
