@@ -320,8 +320,8 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
 
     Returns (the flush's explain record, its launches, the profitability entries of groups the cost model keeps apart
     until their compile is repaid): the launches as (kernel, policy slots, arguments, call numbers, member of a group
-    run apart?) when a repetition of this replayed partition could launch them again (kfuse/rerun.py: every call
-    ran, none failed or was timed, no array went unstored), else None.
+    run apart?) when a repetition of this partition, replayed or planned from the cache, could launch them again
+    (kfuse/rerun.py: every call ran, none failed or was timed, no array went unstored), else None.
     """
     start = time.perf_counter()
     scheduled, how = schedule(rt, calls, fuse)
