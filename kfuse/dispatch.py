@@ -51,19 +51,19 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         from .backends.debug import run_nested
 
         return run_nested(op, policy, wu)
-    request = (op, (policy, wu), kwargs) if not positional and type(wu) is Workunit else None
     with guard.lock:
-        binding, policy, values = bind(wu, op, policy, positional, kwargs, rt.backend)
+        binding, bound, values = bind(wu, op, policy, positional, kwargs, rt.backend)
         if rt.enabled:
             streak = rt.streaks.get(binding.prepared) if rt.streaks else None
             if streak is not None and rt.nothing_pending() and untraced.take(streak):
                 rt.counts["calls_untraced"] += 1
-                return _eager(rt, binding, policy, values)  # a kernel that keeps running alone (kfuse/untraced.py)
-            call = binding.call(policy, values)
+                return _eager(rt, binding, bound, values)  # a kernel that keeps running alone (kfuse/untraced.py)
+            call = binding.call(bound, values)
             call.site = _call_site()
-            call.request = request
+            if not positional and type(wu) is Workunit:
+                call.request = (op, (policy, wu), kwargs)  # as the program made it (kfuse/rerun.py)
             return rt.log(call)  # runs at once if it touches memory the host reaches past barriers
-        return _eager(rt, binding, policy, values)
+        return _eager(rt, binding, bound, values)
 
 
 def _eager(rt, binding, policy, values):

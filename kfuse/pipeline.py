@@ -319,9 +319,9 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     the profitability rules keep apart (fuser/profit.py) runs member by member too, by the same path.
 
     Returns (the flush's explain record, its launches, the profitability entries of groups the cost model keeps apart
-    until their compile is repaid): the launches as (kernel, policy slots, arguments, call numbers, member of a group
-    run apart?) when a repetition of this partition, replayed or planned from the cache, could launch them again
-    (kfuse/rerun.py: every call ran, none failed or was timed, no array went unstored), else None.
+    until their compile is repaid): the launches as (kernel, policy slots, arguments, call numbers) when a repetition
+    of this partition, replayed or planned from the cache, could launch them again (kfuse/rerun.py: every call ran,
+    none failed or was timed, no array went unstored), else None.
     """
     start = time.perf_counter()
     scheduled, how = schedule(rt, calls, fuse)
@@ -364,7 +364,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                 if not _run_apart(rt, indices, group, failures, record, choice):
                     launches = None
                 elif launches is not None:
-                    launches += [_launch_of(index, call, apart=True) for index, call in zip(indices, group)]
+                    launches += [_launch_of(index, call) for index, call in zip(indices, group)]
                 continue
             try:
                 seconds, launch = _run_fused(rt, key, indices, group, args, record, scratch.get(number, frozenset()),
@@ -381,7 +381,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                 if choice.timed:
                     _timed(rt, choice, True, seconds, record)
                 elif launches is not None:
-                    launches.append((*launch, tuple(indices), False))
+                    launches.append((*launch, tuple(indices)))
                 continue
         for index, call in zip(indices, group):
             if not _run_single(index, call, failures, record):
@@ -391,10 +391,9 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
     return record, launches, tuple(waiting)
 
 
-def _launch_of(index: int, call, apart: bool = False) -> tuple:
-    """What launching ``call`` (number ``index`` of its partition) again takes (its kernel is loaded: it ran), and
-    whether it is a member of a group run apart."""
-    return call.prepared.kernel, policy_slots(call.policy), call.bound_args(), (index,), apart
+def _launch_of(index: int, call) -> tuple:
+    """What launching ``call`` (number ``index`` of its partition) again takes (its kernel is loaded: it ran)."""
+    return call.prepared.kernel, policy_slots(call.policy), call.bound_args(), (index,)
 
 
 def _key(scheduled, number: int, group: list, args: tuple, names: frozenset, scratch: dict) -> tuple:

@@ -20,7 +20,7 @@ Why this is never wrong: equal calls over an equal trace make the same partition
 arguments, so the kept launches are what the trace would run. A slot's View of the last run is checked again
 before the launches (pointer, shape, strides: ``View.resize`` gives a View new memory). A new View may fill a slot
 only where nothing aliases: the template's Views share no byte, the slots' Views share none either (checked
-before the launches), no View fills two slots, and the new View has the slot's dtype, rank, layout, trait, shape
+before the launches: so no View fills two slots), and the new View has the slot's dtype, rank, layout, trait, shape
 and strides. The fusion analysis sees only the calls and which Views overlap, so such a repetition makes the same
 plan and kernels; the new Views become the template's. Slots of the head (calls already in the trace) take the
 template's own Views. The partition is closed under dependencies (tracer/trace.py), so running it is right at
@@ -64,7 +64,6 @@ class Step:
     args: tuple  # the call's arguments, None where a View goes
     positions: tuple  # ((argument position, slot), ...) of its Views
     site: str
-    escapable: tuple  # ((slot, written?), ...) of its Views
     host: bool  # runs off the GPU: its Views are no longer known zeros (views.zeroed)
 
 
@@ -78,8 +77,8 @@ class Template:
     unfused: int  # groups the profitability decisions run apart
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     views: list  # per slot, the View of the last run
-    spans: list  # per slot, (pointer, shape, strides) of that View then
-    kinds: tuple  # per slot, (sig, shape, strides): what a new View in it must have
+    pointers: list  # per slot, that View's pointer then
+    kinds: tuple  # per slot, (sig, shape, strides): what its View must have
     pinned: tuple  # per slot, its View if the head takes it (it is never replaced), else None
     writes: tuple  # per slot, whether a call writes its View
     disjoint: bool  # the slots' Views share no byte: new Views may fill slots
@@ -122,13 +121,12 @@ def _disjoint(passed) -> bool:
 class _Match:
     """A template being matched: the View in each slot so far."""
 
-    __slots__ = ("template", "filled", "live", "taken", "new")
+    __slots__ = ("template", "filled", "live", "new")
 
     def __init__(self, template: Template, live: bool):
         self.template = template
         self.filled = list(template.pinned)
         self.live = live  # escaped memory exists now: a View is asked once, when it fills its slot
-        self.taken = {id(v) for v in template.pinned if v is not None}  # no View fills two slots
         self.new = False  # a new View fills a slot
 
     def takes(self, step: Step, kwargs: dict) -> bool:
@@ -146,8 +144,6 @@ class _Match:
                 if got is not now:
                     break
                 continue
-            if id(got) in self.taken:
-                break
             if got is not template.views[slot]:
                 if not template.disjoint or type(got) is not _View \
                         or (got.sig, got.shape, got.strides) != template.kinds[slot]:
@@ -156,13 +152,11 @@ class _Match:
             if self.live and got.escaped(template.writes[slot]):
                 break
             filled[slot] = got
-            self.taken.add(id(got))
             first = first or []
             first.append(slot)
         else:
             return True
         for slot in first or ():
-            self.taken.discard(id(filled[slot]))
             filled[slot] = None
         return False
 
@@ -186,11 +180,8 @@ class _Match:
         template = self.template
         if not (rt.enabled and rt.fuse and rt.default_space is template.space and _settings() == template.settings):
             return False
-        for view, last, span, kind in zip(self.filled, template.views, template.spans, template.kinds):
-            if view is last:
-                if (view.ptr, view.shape, view.strides) != span:
-                    return False
-            elif (view.shape, view.strides) != kind[1:]:
+        for view, last, pointer, kind in zip(self.filled, template.views, template.pointers, template.kinds):
+            if (view.shape, view.strides) != kind[1:] or view is last and view.ptr != pointer:
                 return False
         return not self.new or _disjoint(self.filled)
 
@@ -199,7 +190,7 @@ class _Match:
         identity, and the last run's Views are not held."""
         template, filled = self.template, self.filled
         template.views[:] = filled
-        template.spans[:] = [(v.ptr, v.shape, v.strides) for v in filled]
+        template.pointers[:] = [v.ptr for v in filled]
         for launch in template.launches:
             passed = list(launch[2])
             for position, slot in launch[3]:
@@ -222,8 +213,7 @@ class Rerun:
 
     def __init__(self):
         self.templates: dict = {}  # id(first step's workunit) -> [Template, ...], oldest first
-        self.alive: list = []  # a _Match per template the calls so far match
-        self.current: _Match | None = None  # one of them (the matched calls are its steps)
+        self.alive: list = []  # a _Match per template the calls so far match (the first's steps are the calls)
         self.matched = 0  # steps matched and not yet run
         self.futures: list = []  # per matched step, the Future a reduction or scan returned (else None)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
@@ -269,12 +259,12 @@ class Rerun:
         first = survivors[0]
         if not matched:
             self.futures = []
-        if not matched or len(survivors) != len(alive):  # else self.alive and self.current stand
-            self.alive, self.current = survivors, first
+        if not matched or len(survivors) != len(alive):  # else self.alive stands
+            self.alive = survivors
         step = first.template.steps[matched]
         if views.zeroed and step.host:
             for match in survivors:
-                views.touched([match.filled[slot] for slot, _ in step.escapable])
+                views.touched([match.filled[slot] for _, slot in step.positions])
         self.matched = matched + 1
         rt.counts["ops_traced"] += 1
         if op == "for":
@@ -292,7 +282,7 @@ class Rerun:
     def materialize(self, trace) -> None:
         """Put the matched calls in ``trace`` as ordinary entries, after the head already there (a reduction's
         Future becomes its entry's)."""
-        match, matched = self.current, self.matched
+        match, matched = self.alive[0], self.matched
         self.matched, self.alive = 0, []
         for step, future in zip(match.template.steps[:matched], self.futures):
             trace.append(_with_result(match.call(step), future))
@@ -368,7 +358,7 @@ class Rerun:
     def keep(self, rt, entries: list, launches: list | None, record, waiting: tuple = ()) -> None:
         """After a flush ran ``entries``: keep it as a template if a repetition of it can be rerun (module
         docstring), and mark the trace's pending calls as the next flush's head. ``launches``: (kernel, policy
-        slots, arguments, partition positions, apart?) as pipeline.run_partition ran them. ``waiting``: the
+        slots, arguments, partition positions) as pipeline.run_partition ran them. ``waiting``: the
         profitability entries of groups the cost model runs apart until their compile is repaid (each rerun counts
         one more occurrence of them, and the first the model would fuse goes through the trace instead)."""
         mark, self.mark = self.mark, rt.logged.arrivals
@@ -392,12 +382,12 @@ class Rerun:
         step_of = {id(e): i for i, e in enumerate(made)}
         owners = tuple(("head", k) if k < len(head) else ("step", step_of[id(e)]) for k, e in enumerate(entries))
         kept = [[kernel, slots, passed, tuple((i, slot_of[id(a)]) for i, a in enumerate(passed) if id(a) in slot_of),
-                 members] for kernel, slots, passed, members, _ in launches]
+                 members] for kernel, slots, passed, members in launches]
         head_slots = {slot_of[id(call.args[i])] for call in head for i, _ in call.prepared.view_params}
         written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}
         template = Template(
             head, steps, tail, owners, tuple(kept), sum(record.apart(g) for g in record.groups), waiting,
-            slot_views, [(v.ptr, v.shape, v.strides) for v in slot_views],
+            slot_views, [v.ptr for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
             tuple(v if s in head_slots else None for s, v in enumerate(slot_views)),
             tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
@@ -412,7 +402,7 @@ class Rerun:
 
     def forget(self) -> None:
         self.templates.clear()
-        self.alive, self.current, self.matched, self.futures = [], None, 0, []
+        self.alive, self.matched, self.futures = [], 0, []
 
 
 def _rerunnable(call: KernelCall, live: bool) -> bool:
@@ -438,7 +428,6 @@ def _step(call: KernelCall, slot_of: dict) -> Step:
     form = tuple((name, None, slot_of[id(value)]) if type(value) is _View else (name, value, -1)
                  for name, value in kwargs.items())
     return Step(op, workunit, policy, form, prepared, call.policy, tuple(args), positions, call.site,
-                tuple((slot_of[id(call.args[i])], write) for i, write in prepared.view_params),
                 runs_off_gpu(prepared.backend, prepared.spec.space))
 
 

@@ -2,11 +2,12 @@
 
 After each flush with fusion on, every specialisation in it learns whether its calls ran fused with others. One
 whose last ``STREAK`` calls ran alone -- each a group of one call, or in a group whose members ran apart by a
-settled profitability decision -- with none fused since, runs untraced for its next ``backoff`` calls: at once, as with fusion off, whenever
-nothing is pending (no trace entry, no recorded array operation, no call matched by a rerun), which is all an
-eager call needs to compute what the trace would. Then it is traced again, to see whether it fuses now. Each
-streak doubles the backoff (up to ``MAX_BACKOFF``); a fused call resets it. So a kernel that never fuses costs
-about its eager call, and one that starts fusing later misses fusion for at most ``backoff`` of its calls.
+settled profitability decision -- with none fused since, runs untraced for its next ``backoff`` calls: at once,
+as with fusion off, whenever nothing is pending (no trace entry, no recorded array operation, no call matched by
+a rerun), which is all an eager call needs to compute what the trace would. Then it is traced again, to see
+whether it fuses now. Each streak doubles the backoff (up to ``MAX_BACKOFF``); a fused call resets it. So a
+kernel that never fuses costs about its eager call, and one that starts fusing later misses fusion for at most
+``backoff`` of its calls.
 Only ``parallel_for`` calls are left untraced: a reduction keeps returning a Future.
 """
 from __future__ import annotations

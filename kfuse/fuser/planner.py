@@ -4,12 +4,12 @@ A pure function of the partition's graph (fuser/graph.py) and the group bound: n
 
 Linear in the number of calls: a group holds at most ``max_group`` calls and ``max_group * CODE_PER_CALL`` syntax
 nodes of kernel bodies (so a kernel's compile time stays bounded: 50 one-line NSTREAM updates are one kernel, six
-long force kernels fill one), and a call joining it is checked only
-against members that could conflict with it (that share memory one of them writes, or a helper's name), one per
-distinct signature (kernel, storages, offsets), with each pair of distinct signatures proved once per plan
-(``_Checker``); every decision and reason is the one a check against every member in order would give. A time-step
-loop's group therefore costs one lookup per call, and a group that reaches the bound ends on a whole number of its
-repeating steps, so the loop becomes the same group over and over (one fused kernel, built and compiled once).
+long force kernels fill one), and a call joining it is checked only against members that could conflict with it
+(that share memory one of them writes, or a helper's name), one per distinct signature (kernel, storages,
+offsets), with each pair of distinct signatures proved once per plan (``_Checker``); every decision and reason is
+the one a check against every member in order would give. A time-step loop's group therefore costs one lookup per
+call, and a group that reaches the bound ends on a whole number of its repeating steps, so the loop becomes the
+same group over and over (one fused kernel, built and compiled once).
 """
 from __future__ import annotations
 
