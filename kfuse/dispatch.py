@@ -36,7 +36,7 @@ def _split(args: tuple):
 
 def _dispatch(op: str, args: tuple, kwargs: dict):
     rt = context.current()
-    if rt.rerun.templates:  # the next call of a repeated flush costs a comparison
+    if rt.rerun.templates and rt.enabled:  # the next call of a repeated flush costs a comparison
         with guard.lock:
             result = rt.rerun.take(rt, op, args, kwargs)
             if result is not MISS:

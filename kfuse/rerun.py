@@ -28,18 +28,25 @@ any host access, needed or not (a pending call may run early), and whatever the 
 trace then runs. A template holds the Views of its last run until it is replaced; at most ``_PER_WORKUNIT``
 templates are kept per first workunit (loops whose flushes alternate, e.g. with and without a neighbour-list
 rebuild, or runs under other transforms) and ``_KEPT`` in all.
+
+Under ``KFUSE_PROFIT=measure`` a template whose partition is the whole flush (no head, no tail) is also judged
+against running its calls untraced (kfuse/untraced.py ``Trial``): a repetition run untraced launches each call's
+own kernel as the call is made, once nothing is pending -- what the program does with fusion off, so it needs no
+View check beyond the kernel's specialisation (dtype, rank, layout, trait, shape and strides, for the timings'
+sake). A call that leaves the template ends the untraced repetition and goes the ordinary way.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from math import copysign
 
-from . import config, escape, guard, views
+from . import config, escape, guard, untraced, views
 from .calls import KernelCall, runs_off_gpu
 from .errors import KfuseError
 from .future import Future
 from .fuser import explain, profit
 from .pipeline import after_fault
+from .runtime.launch import policy_slots
 from .tracer.failures import is_fault
 from .transforms import manager as transforms
 
@@ -86,6 +93,7 @@ class Template:
     space: object  # the runtime's default space
     record: object  # the recorded flush's explain record
     form: tuple  # the head's length and the steps' workunits: one of the same form and settings replaces it
+    trial: untraced.Trial | None  # rerun or run untraced (module docstring), for a partition that is the whole flush
 
 
 def _settings() -> tuple:
@@ -208,6 +216,33 @@ def _slots_of(head: tuple, made: list):
     return [view for _, view in order.values()], {key: slot for key, (slot, _) in order.items()}
 
 
+class _Untraced:
+    """A repetition of a template being run untraced: the next step, and the seconds its calls took so far."""
+
+    __slots__ = ("template", "next", "spent")
+
+    def __init__(self, template: Template):
+        self.template, self.next, self.spent = template, 0, 0.0
+
+
+def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
+    """The step's launch arguments from ``kwargs`` if they fit its kernel (scalars equal, each View of the slot's
+    kind, one View per slot within the call), else None."""
+    get, views_of = kwargs.get, {}
+    for name, want, slot in step.kwargs:
+        got = get(name, _MISSING)
+        if slot < 0:
+            if got is not want and not _same_scalar(got, want):
+                return None
+        elif type(got) is not _View or (got.sig, got.shape, got.strides) != kinds[slot] \
+                or views_of.setdefault(slot, got) is not got:
+            return None
+    args = list(step.args)
+    for position, slot in step.positions:
+        args[position] = views_of[slot]
+    return tuple(args)
+
+
 class Rerun:
     """The templates of a runtime, and how far the calls made since the last flush match them."""
 
@@ -217,16 +252,21 @@ class Rerun:
         self.matched = 0  # steps matched and not yet run
         self.futures: list = []  # per matched step, the Future a reduction or scan returned (else None)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
+        self.spent = 0.0  # seconds the matched calls took to count (a repetition's timing, untraced.Trial)
+        self.untraced: _Untraced | None = None  # a repetition running untraced
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
     def take(self, rt, op: str, args: tuple, kwargs: dict):
         """If ``parallel_<op>(*args, **kwargs)`` is a matched template's next call: count it (it runs at the next
         host access) and return what the call returns (None, or a reduction's Future); else ``MISS``, which leaves
         it to the ordinary path."""
+        start = rt.profit.clock()
         if len(args) != 2:
             if len(args) != 3 or type(args[0]) is not str:
                 return MISS
             args = args[1:]  # PyKokkos's kernel label
+        if self.untraced is not None:
+            return self._run_untraced(rt, op, args, kwargs, start)
         matched = self.matched
         if matched:
             alive = self.alive
@@ -234,7 +274,12 @@ class Rerun:
             listed = self.templates.get(id(args[1]))
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
-            entries, settings, live = rt.logged.entries, _settings(), escape.live()
+            entries, settings = rt.logged.entries, _settings()
+            if not entries and rt.batch is None:
+                result = self._start_untraced(rt, listed, settings, op, args, kwargs, start)
+                if result is not MISS:
+                    return result
+            live = escape.live()
             alive = [match for match in (_Match(t, live) for t in listed if t.space is rt.default_space
                                          and t.settings == settings and self._holds_head(entries, t))
                      if not match.escaped()]
@@ -258,7 +303,7 @@ class Rerun:
             return MISS
         first = survivors[0]
         if not matched:
-            self.futures = []
+            self.futures, self.spent = [], 0.0
         if not matched or len(survivors) != len(alive):  # else self.alive stands
             self.alive = survivors
         step = first.template.steps[matched]
@@ -269,10 +314,83 @@ class Rerun:
         rt.counts["ops_traced"] += 1
         if op == "for":
             self.futures.append(None)
-            return None
-        result = Future(step.prepared.spec.accs[0], rt.resolve)
-        self.futures.append(result)
+            result = None
+        else:
+            result = Future(step.prepared.spec.accs[0], rt.resolve)
+            self.futures.append(result)
+        self.spent += rt.profit.clock() - start
         return result
+
+    def _start_untraced(self, rt, listed: list, settings: tuple, op: str, args: tuple, kwargs: dict, start: float):
+        """Run the call as the first of an untraced repetition of a template (module docstring), if one is due."""
+        trials = config.PROFIT_TRIALS.get()
+        for template in listed:
+            trial = template.trial
+            if trial is None or template.space is not rt.default_space or template.settings != settings \
+                    or not untraced.runs_untraced(trial, trials):
+                continue
+            if trial.untraced is None and any(step.prepared.kernel is None for step in template.steps):
+                continue  # a timing that would include compiling its members
+            self.untraced = _Untraced(template)
+            result = self._run_untraced(rt, op, args, kwargs, start)
+            if result is not MISS:
+                return result
+        return MISS
+
+    def _run_untraced(self, rt, op: str, args: tuple, kwargs: dict, start: float):
+        """Launch the call now if it is the untraced repetition's next step; else end the repetition (``MISS``)."""
+        run = self.untraced
+        template = run.template
+        step = template.steps[run.next]
+        policy, workunit = args
+        call_args = None
+        if workunit is step.workunit and op == step.op and len(kwargs) == len(step.kwargs) and not rt.failures \
+                and not rt.logged.entries and rt.batch is None and step.prepared.kernel is not None and (
+                policy is step.policy or type(policy) is type(step.policy) and policy == step.policy):
+            call_args = _untraced_args(step, kwargs, template.kinds)
+        if call_args is None:
+            self.untraced = None
+            return MISS
+        prepared = step.prepared
+        if views.zeroed and step.host:
+            views.touched([call_args[i] for i, _ in step.positions])
+        prepared.backend.enter_thread()
+        try:
+            results = prepared.kernel.launch(policy_slots(step.bound_policy), call_args)
+        except BaseException:
+            self.untraced = None
+            raise
+        rt.counts["calls_untraced"] += 1
+        run.next += 1
+        run.spent += rt.profit.clock() - start
+        if run.next == len(template.steps):
+            self.untraced = None
+            self._timed(rt, template, True, run.spent)
+        if op == "for":
+            return None
+        result = Future(prepared.spec.accs[0], rt.resolve)
+        result.set_result(results[0])
+        return result
+
+    def _timed(self, rt, template: Template, untraced_run: bool, seconds: float) -> None:
+        """A repetition of ``template`` ended, rerun or untraced, in ``seconds``: a timing while its trial lasts
+        (the GPU's work awaited, so both sides count their kernels), then the decision's explain record."""
+        trial = template.trial
+        if trial.untraced is None:
+            clock = rt.profit.clock
+            start = clock()
+            rt.backend.synchronize()
+            rt.counts["profit_trials"] += 1
+            words = untraced.timed(trial, untraced_run, seconds + clock() - start, config.PROFIT_TRIALS.get())
+            if trial.untraced is not None:
+                rt.counts["profit_decided"] += 1
+            if words:
+                kept = template.record
+                trial.record = replace(kept, how="untraced", analysis_seconds=0.0, kernels={}, notes=[],
+                                       provisional=set(), choices={g[0]: words for g in kept.groups if len(g) > 1})
+                rt.records.append(trial.record)
+        elif untraced_run and rt.record_sink is not None:
+            rt.record_sink.append(trial.record)
 
     @staticmethod
     def _holds_head(entries: list, template: Template) -> bool:
@@ -294,6 +412,7 @@ class Rerun:
         if match is None or not match.valid(rt) or any(profit.repaid(entry) for entry in match.template.waiting):
             self.materialize(rt.logged)
             return
+        start = rt.profit.clock()
         template = match.template
         if match.new:
             match.adopt()
@@ -321,6 +440,8 @@ class Rerun:
             for i in template.tail:
                 trace.append(_with_result(match.call(template.steps[i]), self.futures[i]))
             self.mark = trace.arrivals
+        if template.trial is not None:
+            self._timed(rt, template, False, self.spent + rt.profit.clock() - start)
 
     @staticmethod
     def _op(template: Template, position: int, head: list) -> str:
@@ -391,7 +512,8 @@ class Rerun:
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
             tuple(v if s in head_slots else None for s, v in enumerate(slot_views)),
             tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
-            _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)))
+            _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
+            untraced.Trial() if config.PROFIT.get() == "measure" and not head and not tail else None)
         key = id(steps[0].workunit)
         listed = [t for t in self.templates.get(key, ())
                   if t.form != template.form or t.settings != template.settings][1 - _PER_WORKUNIT:]
@@ -402,7 +524,7 @@ class Rerun:
 
     def forget(self) -> None:
         self.templates.clear()
-        self.alive, self.matched, self.futures = [], 0, []
+        self.alive, self.matched, self.futures, self.untraced = [], 0, [], None
 
 
 def _rerunnable(call: KernelCall, live: bool) -> bool:

@@ -9,10 +9,16 @@ whether it fuses now. Each streak doubles the backoff (up to ``MAX_BACKOFF``); a
 kernel that never fuses costs about its eager call, and one that starts fusing later misses fusion for at most
 ``backoff`` of its calls.
 Only ``parallel_for`` calls are left untraced: a reduction keeps returning a Future.
+
+A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions
+alternate being rerun (calls counted, the kept fused kernels launched at the host access) and being run untraced
+(each call launched at once, as it is made), each timed from the first call to the end of its launches, until
+each side has ``KFUSE_PROFIT_TRIALS`` timings (``Trial``). The best of each side decides for that flush: a loop of
+tiny kernels, where counting calls and checking Views costs more than fusing saves, then runs as with fusion off.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 STREAK = 3
 FIRST_BACKOFF = 16
@@ -50,6 +56,38 @@ def after_flush(streaks: dict, calls: list, record) -> None:
         if streak.alone >= STREAK and prepared.spec.op == "for":
             streak.alone, streak.left = 0, streak.backoff
             streak.backoff = min(2 * streak.backoff, MAX_BACKOFF)
+
+
+@dataclass
+class Trial:
+    """A repeated flush's timings rerun (``traced_s``) and untraced (``untraced_s``), and the decision once made
+    (``untraced``: True, False; None while timing)."""
+
+    traced_s: list = field(default_factory=list)
+    untraced_s: list = field(default_factory=list)
+    untraced: bool | None = None
+    record: object = None  # explain()'s record of a repetition run untraced, once decided
+
+
+def runs_untraced(trial: Trial, trials: int) -> bool:
+    """Whether the next repetition runs untraced: the decision, or the side short of timings (rerun first)."""
+    if trial.untraced is not None:
+        return trial.untraced
+    return len(trial.untraced_s) < min(len(trial.traced_s), max(1, trials))
+
+
+def timed(trial: Trial, untraced: bool, seconds: float, trials: int) -> str | None:
+    """Record one timed repetition; explain()'s words for the decision when this one completed the timings."""
+    (trial.untraced_s if untraced else trial.traced_s).append(seconds)
+    trials = max(1, trials)
+    if trial.untraced is not None or min(len(trial.traced_s), len(trial.untraced_s)) < trials:
+        return None
+    traced, alone = min(trial.traced_s), min(trial.untraced_s)
+    trial.untraced = alone < traced
+    if trial.untraced:
+        return (f"unfused: run untraced, measured {traced / alone:.2f}x faster than tracing and fusing (best of "
+                f"{trials} repetition(s) each way)")
+    return None
 
 
 def take(streak: Streak) -> bool:

@@ -80,3 +80,78 @@ def test_reductions_stay_traced():
         assert isinstance(total, pk.Future) and float(total) == N
     assert pk.stats()["calls_untraced"] == 0
     pk.disable_fusion()
+
+
+# --- a repeated flush judged whole: rerun (traced, fused) or untraced ----------------------------------------------
+def costed_clock(per_traced_call: float, fused: float = 1.0, single: float = 1.0):
+    """A clock that advances per launch (fused or not) and per call counted by the tracer, and by nothing else."""
+    counts = context.current().counts
+    return lambda: (per_traced_call * counts["ops_traced"] + fused * counts["fused_kernels_launched"]
+                    + single * (counts["kernels_launched"] - counts["fused_kernels_launched"]))
+
+
+@pytest.fixture
+def measured(monkeypatch, tmp_path):
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")
+    monkeypatch.setenv("KFUSE_PROFIT_TRIALS", "2")
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def time_steps(steps: int, fresh: bool = False, dt=lambda step: 0.5):
+    """``push`` + ``kick`` + a reduction of ``v``, read every step; with ``fresh``, each step on new Views."""
+    x, v = view_of(np.linspace(0.0, 1.0, N)), view_of(np.ones(N))
+    seen = []
+    for step in range(steps):
+        if fresh:
+            x, v = view_of(np.asarray(x).copy()), view_of(np.asarray(v).copy())
+        pk.parallel_for(N, push, dt=dt(step), x=x, v=v)
+        pk.parallel_for(N, kick, dt=dt(step), x=x, v=v)
+        total = pk.parallel_reduce(N, ut_sum, x=v)  # needs both calls: one partition, read whole
+        seen.append((float(total), float(x[2])))
+    return seen, x.copy(), v.copy()
+
+
+def fused_under(clock, program):
+    """``program`` eagerly, then fused with ``clock`` as the runtime's profitability clock."""
+    expected = program()
+    pk.reset_stats()
+    pk.enable_fusion()
+    context.current().profit.clock = clock()
+    try:
+        got = program()
+        return expected, got, pk.stats(), pk.explain()
+    finally:
+        pk.disable_fusion()
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_repetition_that_costs_more_traced_than_untraced_runs_untraced(measured, fresh):
+    expected, got, stats, text = fused_under(lambda: costed_clock(10.0), lambda: time_steps(12, fresh))
+    assert_same(expected, got)
+    # steps 1-4 time the fused group, 5 runs it fused; then 6 rerun, 7 untraced, 8 rerun, 9 untraced: decided
+    assert stats["profit_decided"] == 2 and stats["ops_traced"] == 3 * 7, (stats, text)
+    assert stats["calls_untraced"] == 3 * 5, (stats, text)
+    assert "run untraced, measured" in text and "(run untraced:" in text, text
+
+
+def test_a_repetition_cheaper_rerun_keeps_being_rerun(measured):
+    expected, got, stats, text = fused_under(lambda: costed_clock(0.0, fused=1.0, single=5.0),
+                                             lambda: time_steps(12))
+    assert_same(expected, got)
+    assert stats["calls_untraced"] == 3 * 2 and stats["profit_decided"] == 2  # the two untraced timings only
+    assert "run untraced" not in text
+
+
+def test_a_call_that_leaves_an_untraced_repetition_goes_the_ordinary_way(measured):
+    def program():  # after the decision, steps change their scalar, then their Views' shape
+        seen = list(time_steps(14, dt=lambda step: 0.5 if step < 11 else 0.25)[0])
+        x, v = view_of(np.ones(N + 1)), view_of(np.ones(N + 1))
+        pk.parallel_for(N, push, dt=0.5, x=x, v=v)
+        pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
+        return seen, x.copy(), v.copy()
+
+    expected, got, stats, _ = fused_under(lambda: costed_clock(10.0), program)
+    assert_same(expected, got)
+    # untraced: steps 7 and 9 (timings), 10 and 11 (decided); 12 (another dt) is traced and kept as a new template,
+    # whose timings run 13 rerun and 14 untraced; the calls on Views of another shape are traced
+    assert stats["calls_untraced"] == 3 * 5 and stats["ops_traced"] == 3 * 9 + 2, stats

@@ -59,7 +59,8 @@ class FlushRecord:
 
 
 _HOW = {"replayed": " (replayed)", "cached": " (plan cached)", "": "",
-        "rerun": " (rerun: its calls matched a kept flush's, so they were not traced)"}
+        "rerun": " (rerun: its calls matched a kept flush's, so they were not traced)",
+        "untraced": " (run untraced: each call ran as it was made, a repetition of a kept flush)"}
 
 
 def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecord:

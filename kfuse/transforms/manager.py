@@ -36,10 +36,19 @@ def parse(text: str) -> frozenset:
     return chosen
 
 
+_from_environment = ("", frozenset())  # KFUSE_TRANSFORMS's text parsed last, and its set (asked at every rerun)
+
+
 def enabled() -> frozenset:
     """The transforms fused kernels get in the runtime in charge."""
+    global _from_environment
     chosen = context.current().transforms
-    return chosen if chosen is not None else parse(config.TRANSFORMS.get())
+    if chosen is not None:
+        return chosen
+    text = config.TRANSFORMS.get()
+    if text is not _from_environment[0]:
+        _from_environment = (text, parse(text))
+    return _from_environment[1]
 
 
 def set_transforms(names) -> None:
