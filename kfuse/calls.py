@@ -376,8 +376,8 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
             raise ArgumentError(f"workunit '{wu.__name__}': missing argument for parameter '{missing[0]}'") from None
         extra = [k for k in kwargs if k not in params]
         raise ArgumentError(f"workunit '{wu.__name__}' has no parameter '{extra[0]}'") from None
-    if views.zeroed and runs_off_gpu(backend, space.value):
-        views.touched(values)  # no longer known to be zeros (views.zeroed)
+    if views.constant and runs_off_gpu(backend, space.value):
+        views.touched(values)  # contents no longer known (views.constant)
     sigs = [v.sig if type(v) is View else type(v) if type(v) in _PASS else _sig(v) for v in values]
     for binding in plan.bindings:
         if binding.sigs == sigs:
@@ -398,7 +398,7 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
 
 def runs_off_gpu(backend, space: str) -> bool:
     """Whether ``backend`` runs kernels of ``space`` (its value) elsewhere than a GPU, where the host may change
-    the memory: a View zeroed on the device is then no longer known to be zeros (views.zeroed)."""
+    the memory: a View filled on the device then no longer has known contents (views.constant)."""
     return not (backend.name == "kokkos" and spaces.on_device(space))
 
 

@@ -71,7 +71,7 @@ class Step:
     args: tuple  # the call's arguments, None where a View goes
     positions: tuple  # ((argument position, slot), ...) of its Views
     site: str
-    host: bool  # runs off the GPU: its Views are no longer known zeros (views.zeroed)
+    host: bool  # runs off the GPU: its Views' contents are no longer known (views.constant)
 
 
 @dataclass(frozen=True)
@@ -307,7 +307,7 @@ class Rerun:
         if not matched or len(survivors) != len(alive):  # else self.alive stands
             self.alive = survivors
         step = first.template.steps[matched]
-        if views.zeroed and step.host:
+        if views.constant and step.host:
             for match in survivors:
                 views.touched([match.filled[slot] for _, slot in step.positions])
         self.matched = matched + 1
@@ -352,7 +352,7 @@ class Rerun:
             self.untraced = None
             return MISS
         prepared = step.prepared
-        if views.zeroed and step.host:
+        if views.constant and step.host:
             views.touched([call_args[i] for i, _ in step.positions])
         prepared.backend.enter_thread()
         try:

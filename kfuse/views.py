@@ -21,27 +21,33 @@ from .spaces import MemorySpace, on_device
 from .types import DType, dtype_of, element_dtype
 
 _uids = itertools.count(1)
-#: The memory of ``pk.View(...)``s made while the default space is a GPU's, still all zeros on the host: a GPU's
-#: copy of it is zeroed there, not copied over (runtime/device.py). A host write (the barrier, device.host_access)
-#: or a call that runs elsewhere than the GPU (calls.bind, ``touched``) drops it. id -> weak reference to the
-#: array, in a plain dict (calls.bind tests it at every call: a WeakValueDictionary's truth costs 0.17 us).
-zeroed: dict = {}
+#: The memory of Views made while the default space is a GPU's (``pk.View``, ``pk.zeros``, ``pk.full``...) that
+#: still holds one value in every element on the host: a GPU's copy of it is filled there, not copied over
+#: (runtime/device.py). A host write (the barrier, device.host_access) or a call that runs elsewhere than the GPU
+#: (calls.bind, ``touched``) drops it. id -> (weak reference to the array, one element's bytes), in a plain dict
+#: (calls.bind tests it at every call: a WeakValueDictionary's truth costs 0.17 us).
+constant: dict = {}
 
 
-def _zeroed(array: np.ndarray) -> None:
+def mark_constant(array: np.ndarray) -> None:
+    """``array`` (new, owning its memory) holds its first element's value everywhere."""
+    if not array.size:
+        return
+
     def gone(ref, key=id(array)):
-        if zeroed.get(key) is ref:
-            del zeroed[key]
-    zeroed[id(array)] = weakref.ref(array, gone)
+        if constant.get(key, (None,))[0] is ref:
+            del constant[key]
+    constant[id(array)] = (weakref.ref(array, gone), array.reshape(-1)[:1].tobytes())
 
 
-def take_zeroed(root: np.ndarray) -> bool:
-    """Whether ``root``'s memory was still all zeros; it is not known to be from now on (its caller writes it)."""
-    ref = zeroed.get(id(root))
-    if ref is None or ref() is not root:
-        return False
-    del zeroed[id(root)]
-    return True
+def take_constant(root: np.ndarray) -> bytes | None:
+    """The element bytes ``root``'s memory still holds everywhere, if known; not known from now on (its caller
+    writes it)."""
+    found = constant.get(id(root))
+    if found is None or found[0]() is not root:
+        return None
+    del constant[id(root)]
+    return found[1]
 
 
 def memory_owner(array: np.ndarray) -> np.ndarray:
@@ -58,10 +64,10 @@ def memory_owner(array: np.ndarray) -> np.ndarray:
 
 def touched(values) -> None:
     """The Views among ``values`` are used by a call that does not run on the GPU: their memory may change on the
-    host, so it is no longer known to be zeros."""
+    host, so its contents are no longer known (``constant``)."""
     for v in values:
         if isinstance(v, View) and v._array is not None:
-            take_zeroed(memory_owner(v._array))
+            take_constant(memory_owner(v._array))
 
 
 def host_barrier(view: "View", write: bool, overwrite: bool = False) -> None:
@@ -257,7 +263,7 @@ class View:
         if _array is None:
             _array = _allocate(shape, dtype, space, layout)
             if on_device(context.current().default_space.value):
-                _zeroed(_array)
+                mark_constant(_array)
         self._take(_array)
 
     def _take(self, array: np.ndarray) -> None:

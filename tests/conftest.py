@@ -67,11 +67,11 @@ def fresh_stats():
 class FakeCuda:
     """The CUDA calls of kfuse/runtime/device.py on host memory: "device" buffers are NumPy byte arrays kfuse
     cannot see, and every copy is recorded by direction (byte counts in ``to_device``, ``to_host``,
-    ``on_device``; buffers set to zero there in ``zeroed``)."""
+    ``on_device``; buffers filled there in ``zeroed`` when with zeros, else in ``filled``)."""
 
     def __init__(self):
         self.buffers: dict = {}  # address -> the bytes behind it
-        self.to_device, self.to_host, self.on_device, self.zeroed = [], [], [], []
+        self.to_device, self.to_host, self.on_device, self.zeroed, self.filled = [], [], [], [], []
 
     def kfuse_device_malloc(self, nbytes):
         import numpy as np
@@ -100,11 +100,12 @@ class FakeCuda:
     def kfuse_copy_on_device(self, dst, src, nbytes):
         return self._copy(self.on_device, dst, src, nbytes)
 
-    def kfuse_device_zero(self, pointer, nbytes):
-        import ctypes
+    def kfuse_device_fill(self, pointer, nbytes, pattern, size):
+        import numpy as np
 
-        ctypes.memset(pointer, 0, nbytes)
-        self.zeroed.append(nbytes)
+        element = np.frombuffer(int(pattern).to_bytes(8, "little")[:size], np.uint8)
+        self.buffers[pointer.value][:nbytes] = np.resize(element, nbytes)
+        (self.filled if pattern else self.zeroed).append(nbytes)
         return 0
 
 

@@ -197,17 +197,50 @@ def test_a_dropped_view_leaves_no_mark():
     from kfuse import views
 
     pk.set_default_space(pk.Cuda)
-    before = len(views.zeroed)
+    before = len(views.constant)
     y = pk.View([N])
-    assert len(views.zeroed) == before + 1
+    assert len(views.constant) == before + 1
     del y
-    assert len(views.zeroed) == before
+    assert len(views.constant) == before
+
+
+@pytest.mark.parametrize("make, dtype, value", [
+    (lambda: pk.full(N, 2.5), np.float64, 2.5),
+    (lambda: pk.ones(N, pk.int32), np.int32, 1),
+    (lambda: pk.full((4, N // 4), -3, dtype=np.int64), np.int64, -3),
+    (lambda: pk.full(N, True), np.bool_, True),
+    (lambda: pk.full_like(np.zeros(N, np.float32), 0.1), np.float32, np.float32(0.1)),
+])
+def test_a_new_constant_array_is_filled_on_the_device_not_copied(fake_cuda, make, dtype, value):
+    pk.set_default_space(pk.Cuda)
+    y = make()
+    on_gpu(y)
+    (buffer,) = fake_cuda.buffers.values()
+    np.testing.assert_array_equal(buffer.view(dtype), np.full(y.size, value, dtype))  # what the GPU's copy holds
+    assert fake_cuda.filled == [y.size * np.dtype(dtype).itemsize] and fake_cuda.to_device == []
+    np.testing.assert_array_equal(np.asarray(y), np.full(y.shape, value, dtype))
+
+
+def test_zeros_and_empty_arrays_for_the_gpu_are_not_copied(fake_cuda):
+    pk.set_default_space(pk.Cuda)
+    z, e = pk.zeros(N), pk.empty(N)
+    on_gpu(z), on_gpu(e, writes=True)
+    assert fake_cuda.zeroed == [BYTES] and fake_cuda.to_device == [] and fake_cuda.filled == []
+
+
+def test_a_constant_array_the_host_changed_is_copied(fake_cuda):
+    pk.set_default_space(pk.Cuda)
+    y, empty = pk.full(N, 4.0), pk.zeros(0)
+    y[7] = 0.0
+    on_gpu(y), on_gpu(empty)
+    assert fake_cuda.filled == [] and fake_cuda.to_device == [BYTES, 1]  # (a mirror is at least a byte)
+    np.testing.assert_array_equal(fake_cuda.buffers[on_gpu(y)].view(np.float64), np.where(np.arange(N) == 7, 0.0, 4.0))
 
 
 def test_views_made_for_the_host_are_copied(fake_cuda):
-    y = pk.View([N])  # default space OpenMP: nothing is assumed of its memory
-    on_gpu(y)
-    assert fake_cuda.zeroed == [] and fake_cuda.to_device == [BYTES]
+    y, z = pk.View([N]), pk.full(N, 3.0)  # default space OpenMP: nothing is assumed of their memory
+    on_gpu(y), on_gpu(z)
+    assert fake_cuda.zeroed == [] and fake_cuda.filled == [] and fake_cuda.to_device == [BYTES, BYTES]
 
 
 # --- random programs: on the stand-in GPU, eager and fused, what the host sees equals eager on the host ---------

@@ -34,11 +34,33 @@ def read_after_each(calls: int):
 
 
 def test_a_kernel_that_keeps_running_alone_runs_untraced_with_backoff():
-    expected, got, stats, _ = run_eager_and_fused(lambda: read_after_each(60))
+    evidence = untraced.EVIDENCE * untraced.STREAK  # more than the first backoffs (16, 32)
+    calls = 2 * untraced.STREAK + 2 * evidence - 5  # ends inside the second untraced stretch
+    expected, got, stats, _ = run_eager_and_fused(lambda: read_after_each(calls))
     assert_same(expected, got)
-    # traced 3 times (alone each time), 16 untraced, 3 traced, 32 untraced, 3 traced, the last 3 untraced
-    assert stats["calls_untraced"] == 60 - 3 * untraced.STREAK
-    assert stats["ops_traced"] == 3 * untraced.STREAK
+    # traced 3 times (alone each time), untraced for 64 x 3 calls, traced 3 times, untraced for the rest
+    assert stats["ops_traced"] == 2 * untraced.STREAK
+    assert stats["calls_untraced"] == calls - 2 * untraced.STREAK
+
+
+@pk.workunit
+def ut_average(i: int, src: pk.View1D[pk.double], dst: pk.View1D[pk.double]):
+    dst[i] = 0.5 * (src[i - 1] + src[i + 1])
+
+
+def test_the_calls_one_flush_ran_alone_count_as_evidence():
+    def sweeps(times: int, steps: int):  # each call reads its neighbours' values from the call before: no fusion
+        a, b = view_of(np.linspace(0.0, 1.0, N)), view_of(np.zeros(N))
+        for _ in range(times):
+            for _ in range(steps):
+                pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=a, dst=b)
+                pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=b, dst=a)
+            float(a[3])
+        return a.copy(), b.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(lambda: sweeps(5, 20))
+    assert_same(expected, got)
+    assert stats["ops_traced"] == 40 and stats["calls_untraced"] == 4 * 40  # 40 x 64 calls untraced after one flush
 
 
 def test_a_kernel_that_fuses_stays_traced():

@@ -2,7 +2,9 @@
 
 New memory has no pending readers or writers, so constant fills, and the ranges of ``linspace``/``logspace``
 (NumPy's values to the last bit), are done by NumPy at allocation; only a ``full`` with a Future value needs
-a kernel (it must wait for the reduction that produces it).
+a kernel (it must wait for the reduction that produces it). While the default space is a GPU's, a constant fill
+is also marked as such (``views.mark_constant``), so the GPU's copy is filled there rather than copied over, and
+``empty``'s memory is undefined (no copy before the first GPU write).
 """
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ import operator
 
 import numpy as np
 
+from .. import context
 from ..future import Future
+from ..runtime import device
+from ..spaces import on_device
 from ..types import dtype_of
-from ..views import View
+from ..views import View, mark_constant
 from .elementwise import fill
 
 
@@ -21,16 +26,29 @@ def _np_dtype(dtype) -> np.dtype:
     return dtype_of(np.float64 if dtype is None else dtype).np
 
 
+def _for_gpu() -> bool:
+    return on_device(context.current().default_space.value)
+
+
+def _constant(array: np.ndarray) -> View:
+    if _for_gpu():
+        mark_constant(array)
+    return View.wrap(array)
+
+
 def empty(shape, dtype=None) -> View:
-    return View.wrap(np.empty(shape, dtype=_np_dtype(dtype)))
+    array = np.empty(shape, dtype=_np_dtype(dtype))
+    if _for_gpu():
+        device.undefined(array)
+    return View.wrap(array)
 
 
 def zeros(shape, dtype=None) -> View:
-    return View.wrap(np.zeros(shape, dtype=_np_dtype(dtype)))
+    return _constant(np.zeros(shape, dtype=_np_dtype(dtype)))
 
 
 def ones(shape, dtype=None) -> View:
-    return View.wrap(np.ones(shape, dtype=_np_dtype(dtype)))
+    return _constant(np.ones(shape, dtype=_np_dtype(dtype)))
 
 
 def full(shape, fill_value, dtype=None) -> View:
@@ -39,7 +57,7 @@ def full(shape, fill_value, dtype=None) -> View:
         return fill(empty(shape, fill_value.dtype if dtype is None else dtype), fill_value)
     if dtype is None:
         dtype = np.asarray(fill_value).dtype
-    return View.wrap(np.full(shape, fill_value, dtype=_np_dtype(dtype)))
+    return _constant(np.full(shape, fill_value, dtype=_np_dtype(dtype)))
 
 
 def _like(a, dtype) -> tuple:

@@ -17,8 +17,9 @@ No unified memory is used.
 The result of an array operation is allocated on the host with undefined contents (``np.empty``: address
 space, no pages) and first written by its GPU kernel; it is registered as ``undefined``, so its mirror starts
 as "both sides agree" and nothing is copied to the device before that write (a host write first clears it).
-A ``pk.View`` made while the default space is a GPU's is zeros nobody has changed yet (``views.zeroed``): its
-device copy is zeroed on the device instead of copied over.
+A View made while the default space is a GPU's (``pk.View``, ``pk.zeros``, ``pk.ones``, ``pk.full``) holds one value
+that nobody has changed yet (``views.constant``): its device copy is filled on the device instead of copied over;
+``pk.empty`` is ``undefined``.
 """
 from __future__ import annotations
 
@@ -113,22 +114,30 @@ def device_pointer(view, writes: bool) -> int:
     if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
         return view.ptr
     mirror = _mirror_for(view)
-    if mirror.state == HOST and (_undefined or views.zeroed):
+    if mirror.state == HOST and (_undefined or views.constant):
         root = memory_owner(view._array)
         if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
             del _undefined[id(root)]
             mirror.state = BOTH
-        elif views.take_zeroed(root):  # a new pk.View: zeros, set there instead of copied over
-            rc = _lib().kfuse_device_zero(ctypes.c_void_p(mirror.device_ptr), mirror.nbytes)
-            if rc:
-                raise LaunchError(f"kfuse: kfuse_device_zero of {mirror.nbytes} bytes failed (CUDA/HIP error {rc})")
-            mirror.state = BOTH
+        else:
+            element = views.take_constant(root)
+            if element is not None:  # a new View of one value: set there instead of copied over
+                _fill(mirror, element)
+                mirror.state = BOTH
     if mirror.state == HOST:
         _copy("kfuse_copy_to_device", mirror.device_ptr, mirror.host_ptr, mirror.nbytes)
         mirror.state = BOTH
     if writes:
         mirror.state = DEVICE
     return mirror.device_ptr + (view.ptr - mirror.host_ptr)
+
+
+def _fill(mirror: Mirror, element: bytes) -> None:
+    """Set every element of ``mirror``'s device memory to ``element`` (its bytes, at most 8)."""
+    pattern = int.from_bytes(element, "little")
+    rc = _lib().kfuse_device_fill(ctypes.c_void_p(mirror.device_ptr), mirror.nbytes, pattern, len(element))
+    if rc:
+        raise LaunchError(f"kfuse: kfuse_device_fill of {mirror.nbytes} bytes failed (CUDA/HIP error {rc})")
 
 
 def _reachable(view, writes) -> bool:
@@ -219,10 +228,10 @@ def host_access(view, write: bool, overwrite: bool = False) -> None:
     mirror); a host write makes the device copy stale."""
     if view._array is None:  # GPU memory the caller owns
         return
-    if write and (_undefined or views.zeroed):
+    if write and (_undefined or views.constant):
         root = memory_owner(view._array)
         _undefined.pop(id(root), None)
-        views.take_zeroed(root)
+        views.take_constant(root)
     if not _mirrors:  # nothing mirrored
         return
     mirror = _existing(view)

@@ -53,6 +53,12 @@ extern "C" void kfuse_finalize() {
 }
 extern "C" void kfuse_fence() { if (Kokkos::is_initialized()) Kokkos::fence(); }
 extern "C" int kfuse_concurrency() { return Kokkos::DefaultHostExecutionSpace::concurrency(); }
+// whether an element of ``size`` bytes (the low bytes of ``pattern``) is one byte repeated: a plain memset fills it
+[[maybe_unused]] static bool kfuse_one_byte(unsigned long long pattern, int size) {
+  for (int k = 1; k < size; ++k)
+    if (((pattern >> (8 * k)) & 0xff) != (pattern & 0xff)) return false;
+  return true;
+}
 #ifdef KOKKOS_ENABLE_CUDA
 extern "C" void* kfuse_device_malloc(size_t n) { void* p = nullptr; return cudaMalloc(&p, n) == cudaSuccess ? p : nullptr; }
 extern "C" void kfuse_device_free(void* p) { cudaFree(p); }
@@ -62,7 +68,17 @@ extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost); }
 extern "C" int kfuse_copy_on_device(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice); }
-extern "C" int kfuse_device_zero(void* p, size_t n) { Kokkos::fence(); return cudaMemset(p, 0, n); }
+__global__ void kfuse_fill_bytes(unsigned char* p, size_t n, unsigned long long pattern, int size) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    p[i] = (unsigned char)(pattern >> (8 * (i % size)));
+}
+extern "C" int kfuse_device_fill(void* p, size_t n, unsigned long long pattern, int size) {
+  Kokkos::fence();
+  if (kfuse_one_byte(pattern, size)) return cudaMemset(p, (int)(pattern & 0xff), n);
+  kfuse_fill_bytes<<<1024, 256>>>((unsigned char*)p, n, pattern, size);
+  cudaError_t rc = cudaGetLastError();
+  return rc != cudaSuccess ? rc : cudaDeviceSynchronize();
+}
 #elif defined(KOKKOS_ENABLE_HIP)  // generated, not tested here (no AMD GPU)
 extern "C" void* kfuse_device_malloc(size_t n) { void* p = nullptr; return hipMalloc(&p, n) == hipSuccess ? p : nullptr; }
 extern "C" void kfuse_device_free(void* p) { (void)hipFree(p); }
@@ -72,14 +88,24 @@ extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyDeviceToHost); }
 extern "C" int kfuse_copy_on_device(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyDeviceToDevice); }
-extern "C" int kfuse_device_zero(void* p, size_t n) { Kokkos::fence(); return hipMemset(p, 0, n); }
+__global__ void kfuse_fill_bytes(unsigned char* p, size_t n, unsigned long long pattern, int size) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    p[i] = (unsigned char)(pattern >> (8 * (i % size)));
+}
+extern "C" int kfuse_device_fill(void* p, size_t n, unsigned long long pattern, int size) {
+  Kokkos::fence();
+  if (kfuse_one_byte(pattern, size)) return hipMemset(p, (int)(pattern & 0xff), n);
+  kfuse_fill_bytes<<<1024, 256>>>((unsigned char*)p, n, pattern, size);
+  hipError_t rc = hipGetLastError();
+  return rc != hipSuccess ? rc : hipDeviceSynchronize();
+}
 #else
 extern "C" void* kfuse_device_malloc(size_t) { return nullptr; }
 extern "C" void kfuse_device_free(void*) {}
 extern "C" int kfuse_copy_to_device(void*, const void*, size_t) { return 1; }
 extern "C" int kfuse_copy_to_host(void*, const void*, size_t) { return 1; }
 extern "C" int kfuse_copy_on_device(void*, const void*, size_t) { return 1; }
-extern "C" int kfuse_device_zero(void*, size_t) { return 1; }
+extern "C" int kfuse_device_fill(void*, size_t, unsigned long long, int) { return 1; }
 #endif
 """
 
@@ -127,7 +153,7 @@ def ensure_initialized() -> ctypes.CDLL:
     lib.kfuse_device_malloc.argtypes = [ctypes.c_size_t]
     lib.kfuse_device_malloc.restype = ctypes.c_void_p
     lib.kfuse_device_free.argtypes = [ctypes.c_void_p]
-    lib.kfuse_device_zero.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.kfuse_device_fill.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_ulonglong, ctypes.c_int]
     for name in ("kfuse_copy_to_device", "kfuse_copy_to_host", "kfuse_copy_on_device"):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     lib.kfuse_initialize(config.NUM_THREADS.get())
