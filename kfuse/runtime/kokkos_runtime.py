@@ -53,12 +53,18 @@ extern "C" void kfuse_finalize() {
 }
 extern "C" void kfuse_fence() { if (Kokkos::is_initialized()) Kokkos::fence(); }
 extern "C" int kfuse_concurrency() { return Kokkos::DefaultHostExecutionSpace::concurrency(); }
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
 // whether an element of ``size`` bytes (the low bytes of ``pattern``) is one byte repeated: a plain memset fills it
-[[maybe_unused]] static bool kfuse_one_byte(unsigned long long pattern, int size) {
+static bool kfuse_one_byte(unsigned long long pattern, int size) {
   for (int k = 1; k < size; ++k)
     if (((pattern >> (8 * k)) & 0xff) != (pattern & 0xff)) return false;
   return true;
 }
+__global__ void kfuse_fill_bytes(unsigned char* p, size_t n, unsigned long long pattern, int size) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    p[i] = (unsigned char)(pattern >> (8 * (i % size)));
+}
+#endif
 #ifdef KOKKOS_ENABLE_CUDA
 extern "C" void* kfuse_device_malloc(size_t n) { void* p = nullptr; return cudaMalloc(&p, n) == cudaSuccess ? p : nullptr; }
 extern "C" void kfuse_device_free(void* p) { cudaFree(p); }
@@ -68,10 +74,6 @@ extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost); }
 extern "C" int kfuse_copy_on_device(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice); }
-__global__ void kfuse_fill_bytes(unsigned char* p, size_t n, unsigned long long pattern, int size) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    p[i] = (unsigned char)(pattern >> (8 * (i % size)));
-}
 extern "C" int kfuse_device_fill(void* p, size_t n, unsigned long long pattern, int size) {
   Kokkos::fence();
   if (kfuse_one_byte(pattern, size)) return cudaMemset(p, (int)(pattern & 0xff), n);
@@ -88,10 +90,6 @@ extern "C" int kfuse_copy_to_host(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyDeviceToHost); }
 extern "C" int kfuse_copy_on_device(void* dst, const void* src, size_t n) {
   Kokkos::fence(); return hipMemcpy(dst, src, n, hipMemcpyDeviceToDevice); }
-__global__ void kfuse_fill_bytes(unsigned char* p, size_t n, unsigned long long pattern, int size) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    p[i] = (unsigned char)(pattern >> (8 * (i % size)));
-}
 extern "C" int kfuse_device_fill(void* p, size_t n, unsigned long long pattern, int size) {
   Kokkos::fence();
   if (kfuse_one_byte(pattern, size)) return hipMemset(p, (int)(pattern & 0xff), n);
