@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from . import context, guard, untraced
+from . import context, guard
 from .calls import bind
 from .errors import ArgumentError, public_error
 from .frontend import lambdas
@@ -36,7 +36,7 @@ def _split(args: tuple):
 
 def _dispatch(op: str, args: tuple, kwargs: dict):
     rt = context.current()
-    if rt.rerun.templates and rt.enabled:  # the next call of a repeated flush costs a comparison
+    if rt.rerun.templates and rt.enabled and rt.rerun.wants(args):  # a repeated flush's calls cost a comparison
         with guard.lock:
             result = rt.rerun.take(rt, op, args, kwargs)
             if result is not MISS:
@@ -55,9 +55,10 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         binding, bound, values = bind(wu, op, policy, positional, kwargs, rt.backend)
         if rt.enabled:
             streak = rt.streaks.get(binding.prepared) if rt.streaks else None
-            if streak is not None and rt.nothing_pending() and untraced.take(streak):
+            if streak is not None and streak.left and rt.nothing_pending():
+                streak.left -= 1  # a kernel that keeps running alone runs at once (kfuse/untraced.py)
                 rt.counts["calls_untraced"] += 1
-                return _eager(rt, binding, bound, values)  # a kernel that keeps running alone (kfuse/untraced.py)
+                return _eager(rt, binding, bound, values)
             call = binding.call(bound, values)
             call.site = _call_site()
             if not positional and type(wu) is Workunit:

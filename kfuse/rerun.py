@@ -256,6 +256,13 @@ class Rerun:
         self.untraced: _Untraced | None = None  # a repetition running untraced
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
+    def wants(self, args: tuple) -> bool:
+        """Whether ``take`` may take a call with these positional arguments (a check without the lock: a call it
+        lets pass goes the ordinary way, which is always right)."""
+        if self.matched or self.untraced is not None:
+            return True
+        return len(args) > 1 and id(args[2] if type(args[0]) is str and len(args) > 2 else args[1]) in self.templates
+
     def take(self, rt, op: str, args: tuple, kwargs: dict):
         """If ``parallel_<op>(*args, **kwargs)`` is a matched template's next call: count it (it runs at the next
         host access) and return what the call returns (None, or a reduction's Future); else ``MISS``, which leaves

@@ -33,7 +33,7 @@ MAX_BACKOFF = 1 << 16
 class Streak:
     alone: int = 0  # calls of this specialisation that ran alone since one last ran fused
     backoff: int = FIRST_BACKOFF
-    left: int = 0  # calls still to run untraced
+    left: int = 0  # calls still to run untraced (kfuse/dispatch.py counts them down)
 
 
 def after_flush(streaks: dict, calls: list, record) -> None:
@@ -92,11 +92,3 @@ def timed(trial: Trial, untraced: bool, seconds: float, trials: int) -> str | No
         return (f"unfused: run untraced, measured {traced / alone:.2f}x faster than tracing and fusing (best of "
                 f"{trials} repetition(s) each way)")
     return None
-
-
-def take(streak: Streak) -> bool:
-    """Whether this call runs untraced (counted here); the caller checks that nothing is pending."""
-    if not streak.left:
-        return False
-    streak.left -= 1
-    return True
