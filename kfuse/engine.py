@@ -41,7 +41,7 @@ class Runtime:
         self.backend = backend or backends.named(config.BACKEND.get())
         self.logged = Trace()  # the pending calls (read it through ``trace``, which adds a Rerun's matched calls)
         self.rerun = Rerun()  # repeated flushes, rerun without tracing (kfuse/rerun.py)
-        self.streaks: dict = {}  # specialisation -> whether its calls fuse, or run untraced (kfuse/untraced.py)
+        self.streaks: dict = {}  # (specialisation, transforms) -> whether its calls fuse (kfuse/untraced.py)
         self.failures = Failures()
         self.enabled = config.FUSION.get() is True if fusion is None else fusion
         self._running = False  # a partition is running on the lock's owner: its own View accesses pass
@@ -220,7 +220,7 @@ class Runtime:
             self._running = False
         self.rerun.keep(self, entries, launches, record, waiting)
         if record.fused:
-            untraced.after_flush(self.streaks, calls, record)
+            untraced.after_flush(self.streaks, calls, record, self.transforms)
 
 
 def _escaped_views(call) -> list:

@@ -251,7 +251,7 @@ def _estimate(rt, entry, key: tuple, group: list, args: tuple, scratch: frozense
     per_kernel = backend.compile_seconds
     apart = fused = 0.0
     if per_kernel:
-        apart = per_kernel * sum(not _built(p) for p in _specialisations(group))
+        apart = per_kernel * sum(not kernel_ready(p) for p in _specialisations(group))
         if not apart and key not in rt.fused:  # with a member to compile, fusing never costs more compiling
             if entry.fused_ready is None:
                 entry.fused_ready = _fused_built(rt, key, group, args)
@@ -278,7 +278,8 @@ def _specialisations(group: list) -> list:
     return list({id(c.prepared): c.prepared for c in group}.values())
 
 
-def _built(prepared) -> bool:
+def kernel_ready(prepared) -> bool:
+    """Whether a specialisation's own kernel is loaded or loads without compiling."""
     if prepared.kernel is not None:
         return True
     try:

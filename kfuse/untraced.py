@@ -36,9 +36,10 @@ class Streak:
     left: int = 0  # calls still to run untraced (kfuse/dispatch.py counts them down)
 
 
-def after_flush(streaks: dict, calls: list, record) -> None:
+def after_flush(streaks: dict, calls: list, record, transforms) -> None:
     """Tell each specialisation of a flush (``record``: its explain record) whether its calls ran fused;
-    ``streaks``: the runtime's, per specialisation."""
+    ``streaks``: the runtime's, per specialisation and transform set (``pk.set_transforms``'s, None for the
+    environment's: a group kept apart without transforms may pay with them)."""
     fused_ones, alone = set(), {}  # alone: specialisation -> its calls that ran alone
     for members in record.groups:
         if members[0] in record.provisional:
@@ -50,9 +51,9 @@ def after_flush(streaks: dict, calls: list, record) -> None:
                 fused_ones.add(prepared)
             alone[prepared] = alone.get(prepared, 0) + (not fused)
     for prepared, count in alone.items():
-        streak = streaks.get(prepared)
+        streak = streaks.get((prepared, transforms))
         if streak is None:
-            streak = streaks[prepared] = Streak()
+            streak = streaks[prepared, transforms] = Streak()
         if prepared in fused_ones:
             streak.alone, streak.backoff = 0, FIRST_BACKOFF
             continue
@@ -82,8 +83,10 @@ def runs_untraced(trial: Trial, trials: int) -> bool:
 
 def timed(trial: Trial, untraced: bool, seconds: float, trials: int) -> str | None:
     """Record one timed repetition; explain()'s words for the decision when this one completed the timings."""
-    (trial.untraced_s if untraced else trial.traced_s).append(seconds)
     trials = max(1, trials)
+    side = trial.untraced_s if untraced else trial.traced_s
+    if len(side) < trials:
+        side.append(seconds)
     if trial.untraced is not None or min(len(trial.traced_s), len(trial.untraced_s)) < trials:
         return None
     traced, alone = min(trial.traced_s), min(trial.untraced_s)

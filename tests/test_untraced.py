@@ -177,3 +177,20 @@ def test_a_call_that_leaves_an_untraced_repetition_goes_the_ordinary_way(measure
     # untraced: steps 7 and 9 (timings), 10 and 11 (decided); 12 (another dt) is traced and kept as a new template,
     # whose timings run 13 rerun and 14 untraced; the calls on Views of another shape are traced
     assert stats["calls_untraced"] == 3 * 5 and stats["ops_traced"] == 3 * 9 + 2, stats
+
+
+def test_a_trial_alternates_keeps_its_timings_bounded_and_decides_once():
+    trial = untraced.Trial()
+    sides = []
+    for seconds in (3.0, 1.0, 2.0, 1.5):  # rerun, untraced, rerun, untraced
+        side = untraced.runs_untraced(trial, 2)
+        sides.append(side)
+        words = untraced.timed(trial, side, seconds, 2)
+    assert sides == [False, True, False, True]
+    assert trial.untraced and words == ("unfused: run untraced, measured 2.00x faster than tracing and fusing (best "
+                                        "of 2 repetition(s) each way)")
+    assert untraced.timed(trial, False, 0.1, 2) is None and len(trial.traced_s) == 2 and trial.untraced
+    tie = untraced.Trial()
+    for side in (False, True):
+        untraced.timed(tie, side, 1.0, 1)
+    assert tie.untraced is False  # a tie keeps fusion

@@ -102,15 +102,24 @@ def _groups(runs: list) -> dict:
     return found
 
 
-def settle(go, transforms: str | None, limit: int = 12) -> None:
-    """Warm-up of a fused mode: build every fused kernel, then run until no group is timed for profitability."""
-    with config.overridden(config.PROFIT, "off"):
-        run_once(go, "o", transforms)
+def until_settled(run, limit: int = 24) -> None:
+    """Repeat ``run`` until two runs in a row time nothing for profitability: a group's trial (fuser/profit.py) or a
+    repeated flush's, rerun against untraced (untraced.Trial). One quiet run is not enough: the run that keeps a
+    repeated flush times nothing, and the next ones time it."""
+    quiet = 0
     for _ in range(limit):
         before = pk.stats()["profit_trials"]
-        run_once(go, "o", transforms)
-        if pk.stats()["profit_trials"] == before:
+        run()
+        quiet = quiet + 1 if pk.stats()["profit_trials"] == before else 0
+        if quiet == 2:
             return
+
+
+def settle(go, transforms: str | None) -> None:
+    """Warm-up of a fused mode: build every fused kernel, then run until nothing is timed for profitability."""
+    with config.overridden(config.PROFIT, "off"):
+        run_once(go, "o", transforms)
+    until_settled(lambda: run_once(go, "o", transforms))
 
 
 def _per_launch(runs: list, fused: bool) -> dict:

@@ -31,6 +31,7 @@ import kfuse as pk
 
 from .. import config, spaces
 from . import numpy_refs, report, subjects
+from .measure import until_settled
 
 ITERATIONS = 50  # NSTREAM
 BABEL_ITERATIONS = 10
@@ -200,20 +201,17 @@ def median_ms(run: Callable, repeat: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def _kfuse_ms(go: Callable, fused: bool, repeat: int, settle: int = 12) -> float:
-    """Median ms of ``go`` and a ``pk.fence()``; fused, after runs until no group is being timed for profitability
-    (fuser/profit.py), so the timed runs follow settled decisions (and are rerun, kfuse/rerun.py)."""
+def _kfuse_ms(go: Callable, fused: bool, repeat: int) -> float:
+    """Median ms of ``go`` and a ``pk.fence()``; fused, after runs until nothing is being timed for profitability
+    (measure.until_settled), so the timed runs follow settled decisions (and are rerun, kfuse/rerun.py)."""
     def run():
         go()
         pk.fence()  # everything computed; nothing copied back
     if fused:
         pk.enable_fusion()
     try:
-        for _ in range(settle if fused else 0):
-            before = pk.stats()["profit_trials"]
-            run()
-            if pk.stats()["profit_trials"] == before:
-                break
+        if fused:
+            until_settled(run)
         return median_ms(run, repeat)
     finally:
         pk.disable_fusion()
