@@ -281,14 +281,17 @@ class Rerun:
             listed = self.templates.get(id(args[1]))
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
-            entries, settings = rt.logged.entries, _settings()
+            settings, space = _settings(), rt.default_space
+            listed = [t for t in listed if t.space is space and t.settings == settings]
+            if not listed:
+                return MISS
+            entries = rt.logged.entries
             if not entries and rt.batch is None:
-                result = self._start_untraced(rt, listed, settings, op, args, kwargs, start)
+                result = self._start_untraced(rt, listed, op, args, kwargs, start)
                 if result is not MISS:
                     return result
             live = escape.live()
-            alive = [match for match in (_Match(t, live) for t in listed if t.space is rt.default_space
-                                         and t.settings == settings and self._holds_head(entries, t))
+            alive = [match for match in (_Match(t, live) for t in listed if self._holds_head(entries, t))
                      if not match.escaped()]
         if rt.batch is not None:
             return MISS
@@ -328,13 +331,13 @@ class Rerun:
         self.spent += rt.profit.clock() - start
         return result
 
-    def _start_untraced(self, rt, listed: list, settings: tuple, op: str, args: tuple, kwargs: dict, start: float):
-        """Run the call as the first of an untraced repetition of a template (module docstring), if one is due."""
+    def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict, start: float):
+        """Run the call as the first of an untraced repetition of a template of these settings (module docstring), if
+        one is due."""
         trials = config.PROFIT_TRIALS.get()
         for template in listed:
             trial = template.trial
-            if trial is None or template.space is not rt.default_space or template.settings != settings \
-                    or not untraced.runs_untraced(trial, trials):
+            if trial is None or not untraced.runs_untraced(trial, trials):
                 continue
             if trial.untraced is None:
                 unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}
@@ -496,7 +499,7 @@ class Rerun:
         profitability entries of groups the cost model runs apart until their compile is repaid (each rerun counts
         one more occurrence of them, and the first the model would fuse goes through the trace instead)."""
         mark, self.mark = self.mark, rt.logged.arrivals
-        if launches is None or rt.failures or guard.forked_after_start:
+        if launches is None or not record.fused or rt.failures or guard.forked_after_start:
             return
         left = rt.logged.entries
         if any(e.number < mark for e in left):
