@@ -14,7 +14,7 @@ from kfuse.check import EAGER, FUSED, TRACED, Case, check, compare, run
 from kfuse.check.arrays import N  # noqa: F401 - re-exported for tests
 from kfuse.check.generate import case as random_case
 from kfuse.check.kernels import k_axpy, k_dot, k_scale, k_scan, k_sin, k_stencil  # noqa: F401 - re-exported
-from kfuse.check.program import Call, Export, Read, Realloc, UseResult, Write  # noqa: F401 - re-exported
+from kfuse.check.program import Call, Export, Fence, Read, Realloc, UseResult, Write  # noqa: F401 - re-exported
 from kfuse.check.host import READS, USES, WRITES  # noqa: F401 - re-exported
 from kfuse import context
 

@@ -24,7 +24,7 @@ from kfuse.check import EAGER, FUSED, Case, as_python, case_for, compare, run, s
 from kfuse.check import __main__ as cli
 from kfuse.check.program import AUTO_TEAM, HUGE_TEAM, from_json, to_json, validate, without
 from kfuse.check.runner import ERROR, LAUNCH_SITE
-from programs import (Call, Export, Read, Realloc, UseResult, Write, assert_case_agrees, random_cases,
+from programs import (Call, Export, Fence, Read, Realloc, UseResult, Write, assert_case_agrees, random_cases,
                       runs_clean_up)  # noqa: F401 - runs_clean_up is autouse
 
 pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
@@ -95,6 +95,11 @@ CASES = {
     "max_trace_2": Case.of([Call("sin", ("raw",)), Call("scale", ("raw", "a")), Call("divide", ("a", "b"), 3),
                             Call("stencil", ("a", "c")), Read("c", "asarray"), Call("scan", ("c", "d"))],
                            max_trace=2),
+    # pk.fence(): a delayed failure is reported there; a fenced time-step loop is each time a whole flush
+    "fence_reports_a_delayed_failure": Case.of([Call("scale", ("a", "c")), Call("broken", ("a", "b")), Fence(),
+                                                Read("c", "asarray"), Read("b", "item")]),
+    "fenced_loop_on_new_arrays": Case.of([step for _ in range(6) for step in (
+        Realloc("a"), Call("scale", ("a", "b")), Call("axpy", ("b", "c"), 0.5), Fence(), Read("c", "asarray"))]),
     # recorded array operations after a failed call (two programs of fuzzer seed 2333, shrunk)
     "array_ops_after_a_failed_call": Case.of([Call("debug", ("a",), 3), Call("ops_chain", ("a", "c"), 0.5)],
                                              max_trace=1),

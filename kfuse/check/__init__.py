@@ -15,10 +15,10 @@ from __future__ import annotations
 from .generate import case_for
 from .minimize import shrink
 from .oracle import compare
-from .program import Call, Case, Export, Read, Realloc, UseResult, Write, as_python
+from .program import Call, Case, Export, Fence, Read, Realloc, UseResult, Write, as_python
 from .runner import EAGER, FUSED, TRACED, TWICE, Mode, modes_for, run
 
-__all__ = ["Call", "Case", "EAGER", "Export", "FUSED", "Mode", "Read", "Realloc", "TRACED", "UseResult", "Write",
+__all__ = ["Call", "Case", "EAGER", "Export", "FUSED", "Fence", "Mode", "Read", "Realloc", "TRACED", "UseResult", "Write",
            "as_python", "case_for", "check", "compare", "modes_for", "run", "shrink"]
 
 

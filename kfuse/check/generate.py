@@ -10,7 +10,7 @@ import random
 
 from .arrays import EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE
 from .kernels import F64, KERNELS, NEIGHBOUR_READERS
-from .program import AUTO_TEAM, HUGE_TEAM, Call, Case, Export, Read, Realloc, UseResult, Write
+from .program import AUTO_TEAM, HUGE_TEAM, Call, Case, Export, Fence, Read, Realloc, UseResult, Write
 from .host import READS, USES, WRITES
 
 SCALARS = (0.0, 0.5, -1.25, 3.0)
@@ -92,12 +92,14 @@ def loop(ch) -> tuple:
 def _repeated(ch, steps: list, start: int, end: int, times: int, read: bool) -> tuple:
     """``steps`` with ``steps[start:end]`` done ``times`` times, as a time-step loop repeats its body; one
     repetition may call with another number. With ``read``, a read of an array the body's calls take ends each
-    repetition (each one a flush); half of the time each repetition after the first makes some of those arrays
-    anew (new Views of the same shape, as a program that allocates its arrays for each run)."""
+    repetition (each one a flush; half of the time after a ``pk.fence()``, so the flush is the whole repetition,
+    which the runtime may also time untraced, untraced.Trial); half of the time each repetition after the first
+    makes some of those arrays anew (new Views of the same shape, as a program that allocates its arrays for each
+    run)."""
     body = steps[start:end]
     arrays = sorted({name for s in body if isinstance(s, Call) for name in s.arrays})
     if arrays and read:
-        body = body + [Read(ch.choice(arrays), ch.choice(sorted(READS)))]
+        body = body + [Fence()] * ch.integer(0, 1) + [Read(ch.choice(arrays), ch.choice(sorted(READS)))]
     used = [name for name in arrays if name in REALLOCATABLE]
     if used and ch.integer(0, 1):
         anew = [Realloc(name) for name in used if ch.integer(0, 2)]

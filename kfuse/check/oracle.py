@@ -28,7 +28,7 @@ import numpy as np
 
 from .arrays import Memory
 from .kernels import KERNELS
-from .program import Call, Export, Read, Realloc, UseResult, Write
+from .program import Call, Export, Fence, Read, Realloc, UseResult, Write
 from .runner import ERROR, LAUNCH_SITE, OK, Run
 
 DEFERRED = "DeferredError"
@@ -206,6 +206,9 @@ class _Walk:
     def _Realloc(self, i: int, step: Realloc, e, g) -> None:
         self._observe(e, g, frozenset(), f"reallocating {step.name}")
         self.memory.realloc(step.name)
+
+    def _Fence(self, i: int, step: Fence, e, g) -> None:
+        self._observe(e, g, frozenset(self.failing), "pk.fence()")
 
     def finals_walk(self, expected: list, got: list) -> None:
         if [e[0] for e in expected] != [g[0] for g in got]:

@@ -67,7 +67,13 @@ class Export:
     name: str
 
 
-STEPS = {cls.__name__: cls for cls in (Call, Read, Write, UseResult, Realloc, Export)}
+@dataclass(frozen=True)
+class Fence:
+    """``pk.fence()``: everything pending runs (a failure not reported yet is raised here); a time-step loop that
+    ends its repetitions so runs each one as a whole flush."""
+
+
+STEPS = {cls.__name__: cls for cls in (Call, Read, Write, UseResult, Realloc, Export, Fence)}
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,8 @@ def _problem(step, n_results: int, aliases: set) -> str | None:
         return None if step.name in REALLOCATABLE else f"cannot reallocate '{step.name}' ({', '.join(REALLOCATABLE)})"
     if isinstance(step, Export):
         return None if step.name in EXPORTABLE else f"cannot export '{step.name}' ({', '.join(EXPORTABLE)})"
+    if isinstance(step, Fence):
+        return None
     return f"not a step: {type(step).__name__}"
 
 

@@ -20,7 +20,7 @@ from . import arrays as fixture
 from .faults import failing_compiles
 from .host import READS, USES, WRITES
 from .kernels import KERNELS
-from .program import Call, Case, Export, Read, Realloc, UseResult, Write, validate
+from .program import Call, Case, Export, Fence, Read, Realloc, UseResult, Write, validate
 
 OK, ERROR = "ok", "error"
 THREAD_TIMEOUT_S = 300.0  # a thread still running after this is reported as a hang
@@ -148,6 +148,8 @@ def _step(state: _State, index: int, step):
     if isinstance(step, Realloc):
         state.arrays[step.name] = fixture.fresh(step.name)
         return None
+    if isinstance(step, Fence):
+        return pk.fence()
     if isinstance(step, Export):
         alias = "@" + step.name
         state.producers[alias] = index
