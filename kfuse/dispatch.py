@@ -15,6 +15,7 @@ from .errors import ArgumentError, public_error
 from .frontend import lambdas
 from .frontend.lambdas import is_lambda
 from .frontend.workunit import BoundWorkunit, Workunit
+from .future import done
 from .pipeline import execute, kernel_of
 from .rerun import MISS
 from .policies import TeamThreadMDRange, TeamThreadRange, normalize as normalize_policy
@@ -58,7 +59,8 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
             if streak is not None and streak.left and rt.nothing_pending():
                 streak.left -= 1  # a kernel that keeps running alone runs at once (kfuse/untraced.py)
                 rt.counts["calls_untraced"] += 1
-                return _eager(rt, binding, bound, values)
+                result = _eager(rt, binding, bound, values)
+                return result if op == "for" else done(binding.prepared.spec.accs[0], result)
             call = binding.call(bound, values)
             call.site = _call_site()
             if not positional and type(wu) is Workunit:

@@ -43,7 +43,7 @@ from math import copysign
 from . import config, escape, guard, untraced, views
 from .calls import KernelCall, runs_off_gpu
 from .errors import KfuseError
-from .future import Future
+from .future import Future, done
 from .fuser import explain, profit
 from .pipeline import after_fault, kernel_of, kernel_ready
 from .runtime.launch import policy_slots
@@ -382,11 +382,7 @@ class Rerun:
         if run.next == len(template.steps):
             self.untraced = None
             self._timed(rt, template, True, run.spent)
-        if op == "for":
-            return None
-        result = Future(prepared.spec.accs[0], rt.resolve)
-        result.set_result(results[0])
-        return result
+        return None if op == "for" else done(prepared.spec.accs[0], results[0])
 
     def _timed(self, rt, template: Template, untraced_run: bool, seconds: float) -> None:
         """A repetition of ``template`` ended, rerun or untraced, in ``seconds``: a timing while its trial lasts

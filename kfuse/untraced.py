@@ -11,7 +11,7 @@ and one that starts fusing later misses fusion for at most ``MAX_BACKOFF`` of it
 because a check is dear: once one call is traced, every later call waits in the trace too, so a loop of 1,000
 lone calls read once is traced whole (about 2.5 times its eager time); untraced for 64 times as many calls, such
 checks cost about 2% of its time.
-Only ``parallel_for`` calls are left untraced: a reduction keeps returning a Future.
+An untraced reduction or scan returns a Future whose value is known, as a traced one would (once run).
 
 A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions
 alternate being rerun (calls counted, the kept fused kernels launched at the host access) and being run untraced
@@ -58,7 +58,7 @@ def after_flush(streaks: dict, calls: list, record, transforms) -> None:
             streak.alone, streak.backoff = 0, FIRST_BACKOFF
             continue
         streak.alone += count
-        if streak.alone >= STREAK and prepared.spec.op == "for":
+        if streak.alone >= STREAK:
             streak.left = min(MAX_BACKOFF, max(streak.backoff, EVIDENCE * streak.alone))
             streak.alone, streak.backoff = 0, min(2 * streak.backoff, MAX_BACKOFF)
 

@@ -254,7 +254,7 @@ def test_cases_round_trip_through_json_and_python():
         case = case_for(11, index)
         assert from_json(to_json(case)) == case
         namespace = {name: getattr(sys.modules["kfuse.check"], name) for name in
-                     ("Case", "Call", "Read", "Write", "UseResult", "Realloc", "Export")}
+                     ("Case", "Call", "Read", "Write", "UseResult", "Realloc", "Export", "Fence")}
         assert eval(as_python(case), namespace) == case  # noqa: S307 - our own output
 
 

@@ -94,14 +94,19 @@ def test_an_untraced_kernel_is_traced_while_something_is_pending():
     pk.disable_fusion()
 
 
-def test_reductions_stay_traced():
-    pk.enable_fusion()
-    x = view_of(np.ones(N))
-    for _ in range(3 * untraced.STREAK):
-        total = pk.parallel_reduce(N, ut_sum, x=x)
-        assert isinstance(total, pk.Future) and float(total) == N
-    assert pk.stats()["calls_untraced"] == 0
-    pk.disable_fusion()
+def test_a_reduction_that_keeps_running_alone_runs_untraced_and_returns_a_known_future():
+    def sums():
+        x, seen = view_of(np.ones(N)), []
+        for k in range(4 * untraced.STREAK):
+            x[k % N] = float(k)  # a host write, then a reduction read at once: each flush is the reduction alone
+            total = pk.parallel_reduce(N, ut_sum, x=x)
+            seen.append((type(total).__name__, float(total)))
+        return seen
+
+    expected, got, stats, _ = run_eager_and_fused(sums)
+    assert [v for _, v in got] == [v for _, v in expected]
+    assert {kind for kind, _ in got} == {"Future"}  # fused, traced or not, a reduction returns a Future
+    assert stats["calls_untraced"] == 3 * untraced.STREAK and stats["ops_traced"] == untraced.STREAK
 
 
 # --- a repeated flush judged whole: rerun (traced, fused) or untraced ----------------------------------------------
