@@ -386,23 +386,35 @@ class Rerun:
 
     def _timed(self, rt, template: Template, untraced_run: bool, seconds: float) -> None:
         """A repetition of ``template`` ended, rerun or untraced, in ``seconds``: a timing while its trial lasts
-        (the GPU's work awaited, so both sides count their kernels), then the decision's explain record."""
+        (the GPU's work awaited, so both sides count their kernels). Decided untraced, the template goes and its
+        kernels run untraced as those of calls that keep running alone do (kfuse/untraced.py: no comparison, for
+        ``MAX_BACKOFF`` calls each), which costs least; explain() keeps the decision's record."""
         trial = template.trial
-        if trial.untraced is None:
-            clock = rt.profit.clock
-            start = clock()
-            rt.backend.synchronize()
-            rt.counts["profit_trials"] += 1
-            words = untraced.timed(trial, untraced_run, seconds + clock() - start, config.PROFIT_TRIALS.get())
-            if trial.untraced is not None:
-                rt.counts["profit_decided"] += 1
-            if words:
-                kept = template.record
-                trial.record = replace(kept, how="untraced", analysis_seconds=0.0, kernels={}, notes=[],
-                                       provisional=set(), choices={g[0]: words for g in kept.groups if len(g) > 1})
-                rt.records.append(trial.record)
-        elif untraced_run and rt.record_sink is not None:
-            rt.record_sink.append(trial.record)
+        if trial.untraced is not None:
+            return
+        clock = rt.profit.clock
+        start = clock()
+        rt.backend.synchronize()
+        rt.counts["profit_trials"] += 1
+        words = untraced.timed(trial, untraced_run, seconds + clock() - start, config.PROFIT_TRIALS.get())
+        if trial.untraced is not None:
+            rt.counts["profit_decided"] += 1
+        if not words:
+            return
+        kept = template.record
+        record = replace(kept, how="untraced", analysis_seconds=0.0, kernels={}, notes=[], provisional=set(),
+                         choices={g[0]: words for g in kept.groups if len(g) > 1})
+        rt.records.append(record)
+        if rt.record_sink is not None:
+            rt.record_sink.append(record)
+        for step in template.steps:
+            untraced.run_untraced(rt.streaks, step.prepared, rt.transforms)
+        key = id(template.steps[0].workunit)
+        listed = [t for t in self.templates.get(key, ()) if t is not template]
+        if listed:
+            self.templates[key] = listed
+        else:
+            self.templates.pop(key, None)
 
     @staticmethod
     def _holds_head(entries: list, template: Template) -> bool:

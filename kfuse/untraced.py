@@ -17,7 +17,9 @@ A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFI
 alternate being rerun (calls counted, the kept fused kernels launched at the host access) and being run untraced
 (each call launched at once, as it is made), each timed from the first call to the end of its launches, until
 each side has ``KFUSE_PROFIT_TRIALS`` timings (``Trial``). The best of each side decides for that flush: a loop of
-tiny kernels, where counting calls and checking Views costs more than fusing saves, then runs as with fusion off.
+tiny kernels, where counting calls and checking Views costs more than fusing saves, then runs as with fusion off --
+the template goes, and its kernels run untraced as above for ``MAX_BACKOFF`` calls each (``run_untraced``), the
+cheapest way (no comparison per call), after which they are traced again.
 """
 from __future__ import annotations
 
@@ -71,7 +73,14 @@ class Trial:
     traced_s: list = field(default_factory=list)
     untraced_s: list = field(default_factory=list)
     untraced: bool | None = None
-    record: object = None  # explain()'s record of a repetition run untraced, once decided
+
+
+def run_untraced(streaks: dict, prepared, transforms) -> None:
+    """A repeated flush measured faster untraced (``Trial``): its kernels run untraced for ``MAX_BACKOFF`` calls."""
+    streak = streaks.get((prepared, transforms))
+    if streak is None:
+        streak = streaks[prepared, transforms] = Streak()
+    streak.alone, streak.left = 0, MAX_BACKOFF
 
 
 def runs_untraced(trial: Trial, trials: int) -> bool:

@@ -407,11 +407,16 @@ def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
              "flushes": [_record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)]}
     fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True)],
              "flushes": [_record(1, "fused: measured 4.00x faster fused (best of 3 trial(s) each way)", "add__mul")]}
-    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [apart]}, [("uo", "none"), ("o", "all")], 1)
+    modes = [("uo", "none"), ("o", "all")]
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [apart]}, modes, 1, [])
     assert (row["run"], row["kernel"], row["fused_o_ms"], row["speedup_chosen"]) == ("apart", None, None, 1.0)
     assert row["decision"].startswith("unfused: measured 2.00x slower fused") and row["unfused_ms"] == 4.0
-    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [fused]}, [("uo", "none"), ("o", "all")], 1)
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [fused]}, modes, 1, [])
     assert (row["run"], row["kernel"], row["speedup_o"], row["speedup_chosen"]) == ("fused", "add__mul", 4.0, 4.0)
+    # a repeated flush decided untraced leaves no record in the timed runs: its decision's record reports it
+    words = "unfused: run untraced, measured 1.50x faster than tracing and fusing (best of 3 repetition(s) each way)"
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [eager]}, modes, 1, [_record(1, words, None)])
+    assert (row["run"], row["decision"], row["speedup_chosen"]) == ("apart", words, 1.0)
     data = {"machine": {"platform": "p", "cpus_usable": 2, "cpu_count": 2, "kfuse_num_threads": -1,
                         "load_average_1min": 0.0, "compiler": "g++", "opt_flags": "-O3", "kokkos_version": 1,
                         "kokkos_backends": ["OPENMP"], "python": "3"}, "size": "small", "repeat": 1,

@@ -169,7 +169,7 @@ def test_a_repetition_cheaper_rerun_keeps_being_rerun(measured):
     assert "run untraced" not in text
 
 
-def test_a_call_that_leaves_an_untraced_repetition_goes_the_ordinary_way(measured):
+def test_after_the_decision_the_kernels_run_untraced_whatever_the_calls_pass(measured):
     def program():  # after the decision, steps change their scalar, then their Views' shape
         seen = list(time_steps(14, dt=lambda step: 0.5 if step < 11 else 0.25)[0])
         x, v = view_of(np.ones(N + 1)), view_of(np.ones(N + 1))
@@ -179,9 +179,18 @@ def test_a_call_that_leaves_an_untraced_repetition_goes_the_ordinary_way(measure
 
     expected, got, stats, _ = fused_under(lambda: costed_clock(10.0), program)
     assert_same(expected, got)
-    # untraced: steps 7 and 9 (timings), 10 and 11 (decided); 12 (another dt) is traced and kept as a new template,
-    # whose timings run 13 rerun and 14 untraced; the calls on Views of another shape are traced
-    assert stats["calls_untraced"] == 3 * 5 and stats["ops_traced"] == 3 * 9 + 2, stats
+    # traced: steps 1-6 and 8; untraced: 7 and 9 (timings), then every call (the kernels' streaks, untraced.py)
+    assert stats["ops_traced"] == 3 * 7 and stats["calls_untraced"] == 3 * 7 + 2, stats
+    assert not context.current().rerun.templates  # the decided template is gone
+
+
+def test_a_call_that_leaves_an_untraced_timing_goes_the_ordinary_way(measured):
+    def program():  # step 7 would be the first untraced timing; its first call passes another dt
+        return time_steps(12, dt=lambda step: 0.25 if step == 6 else 0.5)
+
+    expected, got, stats, _ = fused_under(lambda: costed_clock(10.0), program)
+    assert_same(expected, got)
+    assert stats["profit_decided"] == 2 and stats["calls_untraced"] > 0, stats
 
 
 def test_a_trial_alternates_keeps_its_timings_bounded_and_decides_once():

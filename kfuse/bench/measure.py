@@ -102,27 +102,30 @@ def _groups(runs: list) -> dict:
     return found
 
 
-def until_settled(run, limit: int = 24) -> None:
+def until_settled(run, limit: int = 24) -> list:
     """Repeat ``run`` until two runs in a row time nothing for profitability: a group's trial (fuser/profit.py) or a
     repeated flush's, rerun against untraced (untraced.Trial). One quiet run is not enough: the run that keeps a
-    repeated flush times nothing, and the next ones time it."""
-    quiet = 0
+    repeated flush times nothing, and the next ones time it. Returns what the runs returned."""
+    quiet, results = 0, []
     for _ in range(limit):
         before = pk.stats()["profit_trials"]
-        run()
+        results.append(run())
         quiet = quiet + 1 if pk.stats()["profit_trials"] == before else 0
         if quiet == 2:
-            return
+            break
+    return results
 
 
-def settle(go, transforms: str | None) -> None:
+def settle(go, transforms: str | None) -> list:
     """Warm-up of a fused mode: build every fused kernel, then run until nothing is timed for profitability. The
     repeated flushes kept while building (under KFUSE_PROFIT=off) are dropped: a program run under the measured
-    setting never makes them, and each costs its first workunit's calls a look."""
+    setting never makes them, and each costs its first workunit's calls a look. Returns the records of repeated
+    flushes decided untraced (their calls then leave no record: the group rows report them from these)."""
     with config.overridden(config.PROFIT, "off"):
         run_once(go, "o", transforms)
     context.current().rerun.forget()
-    until_settled(lambda: run_once(go, "o", transforms))
+    runs = until_settled(lambda: run_once(go, "o", transforms))
+    return [rec for run in runs for rec in run["flushes"] if rec.how == "untraced"]
 
 
 def _per_launch(runs: list, fused: bool) -> dict:
@@ -152,10 +155,12 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     if subject.ablation:
         modes += [(f"abl:{name}", t) for name, t in subjects.ABLATION if t not in ("none", "all")]
     runs = {m: [] for m, _ in modes}
+    untraced = []  # the o mode's repeated flushes decided untraced
     for m, t in modes:  # warm-up: compiles or loads every kernel, and settles the profitability decisions
         log(f"{subject.name}: warm-up {m}")
         if _base(m) in ("uo", "o"):
-            settle(go, t)
+            decided = settle(go, t)
+            untraced = decided if m == "o" else untraced
         else:
             run_once(go, _base(m), t)
     for r in range(repeat):
@@ -171,7 +176,7 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     result["fused_vs_eager_speedup"] = eager / result["fused_s"]["median"]
     result["analysis_ms"] = spread(1e3 * sum(f.analysis_seconds for f in r["flushes"]) for r in runs["o"])
     result["flushes_per_run"] = len(runs["o"][0]["flushes"]) if runs["o"] else 0
-    result["groups"] = _group_rows(runs, modes, repeat)
+    result["groups"] = _group_rows(runs, modes, repeat, untraced)
     if subject.check:
         with fusion_mode("o", "all"):
             problem = subject.check(size)
@@ -184,11 +189,11 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     return result
 
 
-def _group_rows(runs: dict, modes: list, repeat: int) -> list:
+def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
     rows = []
-    for fused, (members, decision) in _groups(runs["o"]).items():
+    for fused, (members, decision) in _groups([*runs["o"], {"flushes": untraced}]).items():
         missing = [n for n in members if n not in eager]
         unfused = None if missing else sum(eager[n] for n in members)
         apart = fused.startswith("apart:")
