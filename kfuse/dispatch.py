@@ -55,7 +55,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
     with guard.lock:
         binding, bound, values = bind(wu, op, policy, positional, kwargs, rt.backend)
         if rt.enabled:
-            streak = rt.streaks.get((binding.prepared, rt.transforms)) if rt.streaks else None
+            streak = rt.streaks.get(binding.prepared) if rt.streaks else None
             if streak is not None and streak.left and rt.nothing_pending():
                 streak.left -= 1  # a kernel that keeps running alone runs at once (kfuse/untraced.py)
                 rt.counts["calls_untraced"] += 1

@@ -41,7 +41,8 @@ class Runtime:
         self.backend = backend or backends.named(config.BACKEND.get())
         self.logged = Trace()  # the pending calls (read it through ``trace``, which adds a Rerun's matched calls)
         self.rerun = Rerun()  # repeated flushes, rerun without tracing (kfuse/rerun.py)
-        self.streaks: dict = {}  # (specialisation, transforms) -> whether its calls fuse (kfuse/untraced.py)
+        self._streak_sets: dict = {}  # transform set -> its streaks (a group kept apart without transforms may pay
+        # with them); ``streaks``: the current set's, specialisation -> whether its calls fuse (kfuse/untraced.py)
         self.failures = Failures()
         self.enabled = config.FUSION.get() is True if fusion is None else fusion
         self._running = False  # a partition is running on the lock's owner: its own View accesses pass
@@ -60,6 +61,16 @@ class Runtime:
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0
         self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
+
+    @property
+    def transforms(self):
+        """pk.set_transforms's set (None: KFUSE_TRANSFORMS's); setting it switches ``streaks`` to that set's."""
+        return self._transforms
+
+    @transforms.setter
+    def transforms(self, chosen) -> None:
+        self._transforms = chosen
+        self.streaks = self._streak_sets.setdefault(chosen, {})
 
     def nothing_pending(self) -> bool:
         """No trace entry, recorded array operation or call matched by a rerun, and fusion (not tracing alone) on:
@@ -220,7 +231,7 @@ class Runtime:
             self._running = False
         self.rerun.keep(self, entries, launches, record, waiting)
         if record.fused:
-            untraced.after_flush(self.streaks, calls, record, self.transforms)
+            untraced.after_flush(self.streaks, calls, record)
 
 
 def _escaped_views(call) -> list:

@@ -408,7 +408,7 @@ class Rerun:
         if rt.record_sink is not None:
             rt.record_sink.append(record)
         for step in template.steps:
-            untraced.run_untraced(rt.streaks, step.prepared, rt.transforms)
+            untraced.run_untraced(rt.streaks, step.prepared)
         key = id(template.steps[0].workunit)
         listed = [t for t in self.templates.get(key, ()) if t is not template]
         if listed:

@@ -38,10 +38,9 @@ class Streak:
     left: int = 0  # calls still to run untraced (kfuse/dispatch.py counts them down)
 
 
-def after_flush(streaks: dict, calls: list, record, transforms) -> None:
+def after_flush(streaks: dict, calls: list, record) -> None:
     """Tell each specialisation of a flush (``record``: its explain record) whether its calls ran fused;
-    ``streaks``: the runtime's, per specialisation and transform set (``pk.set_transforms``'s, None for the
-    environment's: a group kept apart without transforms may pay with them)."""
+    ``streaks``: the runtime's, per specialisation (for the transform set in force, engine.Runtime.transforms)."""
     fused_ones, alone = set(), {}  # alone: specialisation -> its calls that ran alone
     for members in record.groups:
         if members[0] in record.provisional:
@@ -53,9 +52,9 @@ def after_flush(streaks: dict, calls: list, record, transforms) -> None:
                 fused_ones.add(prepared)
             alone[prepared] = alone.get(prepared, 0) + (not fused)
     for prepared, count in alone.items():
-        streak = streaks.get((prepared, transforms))
+        streak = streaks.get(prepared)
         if streak is None:
-            streak = streaks[prepared, transforms] = Streak()
+            streak = streaks[prepared] = Streak()
         if prepared in fused_ones:
             streak.alone, streak.backoff = 0, FIRST_BACKOFF
             continue
@@ -75,11 +74,11 @@ class Trial:
     untraced: bool | None = None
 
 
-def run_untraced(streaks: dict, prepared, transforms) -> None:
+def run_untraced(streaks: dict, prepared) -> None:
     """A repeated flush measured faster untraced (``Trial``): its kernels run untraced for ``MAX_BACKOFF`` calls."""
-    streak = streaks.get((prepared, transforms))
+    streak = streaks.get(prepared)
     if streak is None:
-        streak = streaks[prepared, transforms] = Streak()
+        streak = streaks[prepared] = Streak()
     streak.alone, streak.left = 0, MAX_BACKOFF
 
 
