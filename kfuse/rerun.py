@@ -537,7 +537,7 @@ class Rerun:
             tuple(v if s in head_slots else None for s, v in enumerate(slot_views)),
             tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
             _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
-            untraced.Trial() if config.PROFIT.get() == "measure" and not head and not tail else None)
+            untraced.Trial() if config.PROFIT.get() == "measure" and not (head or tail or waiting) else None)
         key = id(steps[0].workunit)
         listed = [t for t in self.templates.get(key, ())
                   if t.form != template.form or t.settings != template.settings][1 - _PER_WORKUNIT:]

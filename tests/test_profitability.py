@@ -195,6 +195,18 @@ def test_the_model_keeps_a_group_of_built_kernels_apart_until_its_compile_would_
     assert pk.stats()["groups_unfused"] == 2 and pk.stats()["profit_trials"] == 0
 
 
+def test_a_repetition_whose_group_waits_for_its_compile_is_not_timed_untraced(monkeypatch, measure, fresh_stats):
+    backend = context.current().backend
+    monkeypatch.setattr(type(backend), "compile_seconds", 1000.0, raising=False)
+    monkeypatch.setattr(type(backend), "built", lambda self, rendered: False)
+    views = fresh_views()
+    steps(1, *views)  # eager: both members are built now
+    pk.enable_fusion()
+    steps(8, *views)  # the model keeps the group apart until its compile is repaid: a provisional choice
+    assert pk.stats()["calls_untraced"] == 0 and pk.stats()["profit_trials"] == 2  # the apart side's, by the model
+    assert all(t.trial is None for listed in context.current().rerun.templates.values() for t in listed)
+
+
 @pytest.mark.backend("null")
 def test_new_members_make_fusing_the_cheaper_compile(monkeypatch):
     monkeypatch.setenv("KFUSE_PROFIT", "model")
