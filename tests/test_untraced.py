@@ -2,11 +2,14 @@
 for a while (doubling each time), and only when nothing is pending; its results equal eager's in every case."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import kfuse as pk
-from kfuse import context, untraced
+from kfuse import config, context, untraced
 from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
 
 pytestmark = pytest.mark.backend("python")
@@ -208,3 +211,47 @@ def test_a_trial_alternates_keeps_its_timings_bounded_and_decides_once():
     for side in (False, True):
         untraced.timed(tie, side, 1.0, 1)
     assert tie.untraced is False  # a tie keeps fusion
+
+
+def random_loop(body: list, times: int, fresh: bool, fence: bool):
+    """``body`` (kernel names) repeated ``times`` times, each repetition read on the host (after ``pk.fence()`` if
+    ``fence``: the whole repetition is one flush); with ``fresh``, each on new Views."""
+    x, v, w = view_of(np.linspace(0.0, 1.0, N)), view_of(np.ones(N)), view_of(np.zeros(N))
+    seen = []
+    for _ in range(times):
+        if fresh:
+            x, v = view_of(np.asarray(x).copy()), view_of(np.asarray(v).copy())
+        for name in body:
+            if name == "push":
+                pk.parallel_for(N, push, dt=0.5, x=x, v=v)
+            elif name == "kick":
+                pk.parallel_for(N, kick, dt=0.25, x=x, v=v)
+            elif name == "average":
+                pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=x, dst=w)
+            else:
+                seen.append(pk.parallel_reduce(N, ut_sum, x=w))
+        if fence:
+            pk.fence()
+        seen.append(float(x[2]))
+    return [float(s) for s in seen], x.copy(), v.copy(), w.copy()
+
+
+@settings(max_examples=60, deadline=None)
+@given(body=st.lists(st.sampled_from(["push", "kick", "average", "sum"]), min_size=1, max_size=4),
+       times=st.integers(4, 10), fresh=st.booleans(), fence=st.booleans(), seed=st.integers(0, 2 ** 32 - 1))
+def test_random_loops_timed_rerun_and_untraced_agree_with_eager(body, times, fresh, fence, seed):
+    """Whichever side each timing favours (a clock of random steps), every repetition -- traced, rerun, untraced
+    while timing, untraced after the decision -- computes what eager does."""
+    program = lambda: random_loop(body, times, fresh, fence)  # noqa: E731
+    expected = program()
+    with config.overridden(config.PROFIT, "measure"), config.overridden(config.PROFIT_TRIALS, 1):
+        pk.enable_fusion()
+        runtime = context.current()
+        ticks = iter(np.cumsum(np.random.default_rng(seed).random(100_000)).tolist())
+        runtime.profit.clock = lambda: next(ticks)
+        try:
+            got = program()
+        finally:
+            pk.disable_fusion()
+            runtime.profit.clock = time.perf_counter
+    assert_same(expected, got)
