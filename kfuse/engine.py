@@ -117,7 +117,7 @@ class Runtime:
         failure = call.failure
         if failure is None:
             return
-        if failure.call is call:
+        if failure.call() is call:
             self.failures.forget(failure)
             raise failure.error
         raise failure.deferred("this kernel call")

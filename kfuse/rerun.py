@@ -507,7 +507,10 @@ class Rerun:
         profitability entries of groups the cost model runs apart until their compile is repaid (each rerun counts
         one more occurrence of them, and the first the model would fuse goes through the trace instead)."""
         mark, self.mark = self.mark, rt.logged.arrivals
-        if launches is None or not record.fused or rt.failures or guard.forked_after_start:
+        if rt.failures:  # no rerun while a failure stands; and templates would keep its poisoned memory alive
+            self.forget()
+            return
+        if launches is None or not record.fused or guard.forked_after_start:
             return
         left = rt.logged.entries
         if any(e.number < mark for e in left):

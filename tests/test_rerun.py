@@ -8,6 +8,8 @@ are made at a cycle after reruns began, and at a call in the middle of a cycle.
 """
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -278,6 +280,32 @@ def test_a_fault_in_a_rerun_launch_loses_what_it_wrote(monkeypatch):
         float(x[3])
     monkeypatch.undo()
     assert template not in rt.rerun.templates.get(id(template.steps[0].workunit), [])
+
+
+def test_after_a_failure_whose_memory_is_gone_loops_rerun_again(monkeypatch):
+    x, v, template = _rerunning()
+    kernel = template.launches[0][0]
+
+    def fault(slots, args):
+        raise KernelFault("stand-in fault: index out of bounds", workunit="push", filename=__file__, lineno=1,
+                          kernel=kernel.name, member=0)
+
+    monkeypatch.setattr(kernel, "launch", fault)
+    for _ in range(2):
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+    with pytest.raises(DeferredError, match="push"):
+        float(x[3])
+    monkeypatch.undo()
+    pk.disable_fusion()
+    failures = context.current().failures
+    assert failures
+    del x, v, template, kernel
+    gc.collect()  # the poisoned memory is gone (the DeferredError's traceback was a cycle): nothing can read it
+    assert not failures
+    expected, got, _, text = run_eager_and_fused(lambda: loop(40, 5))
+    assert_same(expected, got)
+    assert "rerun" in hows(text), hows(text)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -21,15 +21,19 @@ from ..errors import DeferredError, KernelFault
 
 
 class Failure:
-    """The root cause: one call and the error it raised."""
+    """The root cause: one call and the error it raised. It holds neither the call's arguments nor the error's
+    traceback (kfuse's own frames, whose locals hold Views; the error's message names the workunit and line), so
+    the memory it poisons dies when the program drops it, and its poison with it."""
 
     def __init__(self, call, error: BaseException):
-        self.call = call
+        self.call = weakref.ref(call)
         self.error = error
         self.reported = False
+        self._where = f"kernel '{call.prepared.name}' called at {call.site or '<unknown>'}"
+        error.__traceback__ = None
 
     def where(self) -> str:
-        return f"kernel '{self.call.prepared.name}' called at {self.call.site or '<unknown>'}"
+        return self._where
 
     def deferred(self, what: str) -> DeferredError:
         """The error to raise at the use that needed the lost result (marks the failure reported). A lost
@@ -90,7 +94,9 @@ class Failures:
         self._failures: list = []  # every root failure not yet reported to the program
 
     def __bool__(self) -> bool:
-        return bool(self.lost) or bool(self._failures)
+        """Whether a failure is unreported or poisons memory still alive (memory gone takes its poison along; the
+        caller holds guard.lock, as for every query)."""
+        return bool(self._failures) or bool(self.lost) and bool(self._live())
 
     # --- recording ----------------------------------------------------------------------------
     def fail(self, call, error: BaseException) -> Failure:
