@@ -264,25 +264,8 @@ def test_a_launch_that_fails_to_start_hands_its_calls_back_to_the_trace(monkeypa
     np.testing.assert_allclose(x.copy(), want[1], rtol=1e-13)
 
 
-def test_a_fault_in_a_rerun_launch_loses_what_it_wrote(monkeypatch):
-    x, v, template = _rerunning()
-    kernel, rt = template.launches[0][0], context.current()
-
-    def fault(slots, args):
-        raise KernelFault("stand-in fault: index out of bounds", workunit="push", filename=__file__, lineno=1,
-                          kernel=kernel.name, member=0)
-
-    monkeypatch.setattr(kernel, "launch", fault)
-    for _ in range(2):
-        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
-        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
-    with pytest.raises(DeferredError, match="push"):
-        float(x[3])
-    monkeypatch.undo()
-    assert template not in rt.rerun.templates.get(id(template.steps[0].workunit), [])
-
-
-def test_after_a_failure_whose_memory_is_gone_loops_rerun_again(monkeypatch):
+def _fault_in_a_rerun(monkeypatch):
+    """x, v and the template of a rerun loop whose fused launch then faulted (the read raised); the fault undone."""
     x, v, template = _rerunning()
     kernel = template.launches[0][0]
 
@@ -297,10 +280,20 @@ def test_after_a_failure_whose_memory_is_gone_loops_rerun_again(monkeypatch):
     with pytest.raises(DeferredError, match="push"):
         float(x[3])
     monkeypatch.undo()
+    return x, v, template
+
+
+def test_a_fault_in_a_rerun_launch_loses_what_it_wrote(monkeypatch):
+    x, v, template = _fault_in_a_rerun(monkeypatch)
+    assert template not in context.current().rerun.templates.get(id(template.steps[0].workunit), [])
+
+
+def test_after_a_failure_whose_memory_is_gone_loops_rerun_again(monkeypatch):
+    x, v, template = _fault_in_a_rerun(monkeypatch)
     pk.disable_fusion()
     failures = context.current().failures
     assert failures
-    del x, v, template, kernel
+    del x, v, template
     gc.collect()  # the poisoned memory is gone (the DeferredError's traceback was a cycle): nothing can read it
     assert not failures
     expected, got, _, text = run_eager_and_fused(lambda: loop(40, 5))
