@@ -339,14 +339,13 @@ class Rerun:
             trial = template.trial
             if trial is None or not untraced.runs_untraced(trial, trials):
                 continue
-            if trial.untraced is None:
-                unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}
-                if not all(kernel_ready(prepared) for prepared in unloaded.values()):
-                    trial.untraced = False  # running it untraced would compile its calls' kernels: rerun it is
-                    continue
-                for prepared in unloaded.values():
-                    kernel_of(prepared)  # from the compile cache, before the timing starts
-                start = rt.profit.clock()
+            unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}
+            if not all(kernel_ready(prepared) for prepared in unloaded.values()):
+                trial.untraced = False  # running it untraced would compile its calls' kernels: rerun it is
+                continue
+            for prepared in unloaded.values():
+                kernel_of(prepared)  # from the compile cache, before the timing starts
+            start = rt.profit.clock()
             self.untraced = _Untraced(template)
             result = self._run_untraced(rt, op, args, kwargs, start)
             if result is not MISS:

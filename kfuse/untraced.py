@@ -83,10 +83,9 @@ def run_untraced(streaks: dict, prepared) -> None:
 
 
 def runs_untraced(trial: Trial, trials: int) -> bool:
-    """Whether the next repetition runs untraced: the decision, or the side short of timings (rerun first)."""
-    if trial.untraced is not None:
-        return trial.untraced
-    return len(trial.untraced_s) < min(len(trial.traced_s), max(1, trials))
+    """Whether the next repetition is an untraced timing: the side short of timings, rerun first (once decided
+    untraced, the template is gone: its kernels run untraced by their streaks, ``run_untraced``)."""
+    return trial.untraced is None and len(trial.untraced_s) < min(len(trial.traced_s), max(1, trials))
 
 
 def timed(trial: Trial, untraced: bool, seconds: float, trials: int) -> str | None:

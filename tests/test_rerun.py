@@ -288,8 +288,10 @@ def test_a_fault_in_a_rerun_launch_loses_what_it_wrote(monkeypatch):
     assert template not in context.current().rerun.templates.get(id(template.steps[0].workunit), [])
 
 
-def test_after_a_failure_whose_memory_is_gone_loops_rerun_again(monkeypatch):
+def test_after_a_failure_whose_memory_is_gone_loops_rerun_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))  # no profitability decision from another test's runs
     x, v, template = _fault_in_a_rerun(monkeypatch)
+    monkeypatch.setenv("KFUSE_PROFIT", "off")
     pk.disable_fusion()
     failures = context.current().failures
     assert failures

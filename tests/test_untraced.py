@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kfuse as pk
 from kfuse import config, context, untraced
@@ -236,15 +236,16 @@ def random_loop(body: list, times: int, fresh: bool, fence: bool):
     return [float(s) for s in seen], x.copy(), v.copy(), w.copy()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=st.lists(st.sampled_from(["push", "kick", "average", "sum"]), min_size=1, max_size=4),
        times=st.integers(4, 10), fresh=st.booleans(), fence=st.booleans(), seed=st.integers(0, 2 ** 32 - 1))
-def test_random_loops_timed_rerun_and_untraced_agree_with_eager(body, times, fresh, fence, seed):
+def test_random_loops_timed_rerun_and_untraced_agree_with_eager(tmp_path, body, times, fresh, fence, seed):
     """Whichever side each timing favours (a clock of random steps), every repetition -- traced, rerun, untraced
     while timing, untraced after the decision -- computes what eager does."""
     program = lambda: random_loop(body, times, fresh, fence)  # noqa: E731
     expected = program()
-    with config.overridden(config.PROFIT, "measure"), config.overridden(config.PROFIT_TRIALS, 1):
+    with config.overridden(config.PROFIT, "measure"), config.overridden(config.PROFIT_TRIALS, 1), \
+            config.overridden(config.CACHE_DIR, str(tmp_path)):  # its random decisions stay its own
         pk.enable_fusion()
         runtime = context.current()
         ticks = iter(np.cumsum(np.random.default_rng(seed).random(100_000)).tolist())
