@@ -265,9 +265,11 @@ def test_a_launch_that_fails_to_start_hands_its_calls_back_to_the_trace(monkeypa
 
 
 def _fault_in_a_rerun(monkeypatch):
-    """x, v and the template of a rerun loop whose fused launch then faulted (the read raised); the fault undone."""
+    """x, v and the template of a rerun loop whose fused launch then faulted (the read raised); the fault undone
+    (the kernel's own launch back, the test's other patches, KFUSE_PROFIT=off among them, kept)."""
     x, v, template = _rerunning()
     kernel = template.launches[0][0]
+    launch = kernel.launch
 
     def fault(slots, args):
         raise KernelFault("stand-in fault: index out of bounds", workunit="push", filename=__file__, lineno=1,
@@ -279,7 +281,7 @@ def _fault_in_a_rerun(monkeypatch):
         pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
     with pytest.raises(DeferredError, match="push"):
         float(x[3])
-    monkeypatch.undo()
+    monkeypatch.setattr(kernel, "launch", launch)
     return x, v, template
 
 
@@ -291,7 +293,6 @@ def test_a_fault_in_a_rerun_launch_loses_what_it_wrote(monkeypatch):
 def test_after_a_failure_whose_memory_is_gone_loops_rerun_again(monkeypatch, tmp_path):
     monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))  # no profitability decision from another test's runs
     x, v, template = _fault_in_a_rerun(monkeypatch)
-    monkeypatch.setenv("KFUSE_PROFIT", "off")
     pk.disable_fusion()
     failures = context.current().failures
     assert failures
