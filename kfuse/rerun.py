@@ -176,11 +176,8 @@ class _Match:
     def call(self, step: Step) -> KernelCall:
         """A trace entry's call for ``step``, with the slots' Views."""
         filled = self.filled
-        args = list(step.args)
-        for position, slot in step.positions:
-            args[position] = filled[slot]
         kwargs = {name: want if slot < 0 else filled[slot] for name, want, slot in step.kwargs}
-        return KernelCall(step.prepared, step.bound_policy, tuple(args), site=step.site,
+        return KernelCall(step.prepared, step.bound_policy, _args_with(step, filled), site=step.site,
                           request=(step.op, (step.policy, step.workunit), kwargs))
 
     def valid(self, rt) -> bool:
@@ -237,9 +234,14 @@ def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
         elif type(got) is not _View or (got.sig, got.shape, got.strides) != kinds[slot] \
                 or views_of.setdefault(slot, got) is not got:
             return None
+    return _args_with(step, views_of)
+
+
+def _args_with(step: Step, views) -> tuple:
+    """The step's arguments with the View of each of its slots (``views[slot]``)."""
     args = list(step.args)
     for position, slot in step.positions:
-        args[position] = views_of[slot]
+        args[position] = views[slot]
     return tuple(args)
 
 
@@ -408,6 +410,10 @@ class Rerun:
             rt.record_sink.append(record)
         for step in template.steps:
             untraced.run_untraced(rt.streaks, step.prepared)
+        self._drop(template)
+
+    def _drop(self, template: Template) -> None:
+        """No more reruns of ``template`` (its first workunit's calls then cost no look while none is left)."""
         key = id(template.steps[0].workunit)
         listed = [t for t in self.templates.get(key, ()) if t is not template]
         if listed:
@@ -485,9 +491,7 @@ class Rerun:
         """Launch ``number`` failed: a fault loses what the pipeline says it loses; a launch that did not start
         goes back to the trace with every later one (the ordinary path then runs and reports them)."""
         template = match.template
-        listed = self.templates.get(id(template.steps[0].workunit), [])
-        if template in listed:
-            listed.remove(template)
+        self._drop(template)
         record.notes.append(f"rerun launch {number + 1} failed: {str(exc).splitlines()[0] if str(exc) else exc}")
         members = list(template.launches[number][4])
         later = [i for launch in template.launches[number + 1:] for i in launch[4]]

@@ -52,9 +52,7 @@ def after_flush(streaks: dict, calls: list, record) -> None:
                 fused_ones.add(prepared)
             alone[prepared] = alone.get(prepared, 0) + (not fused)
     for prepared, count in alone.items():
-        streak = streaks.get(prepared)
-        if streak is None:
-            streak = streaks[prepared] = Streak()
+        streak = _streak(streaks, prepared)
         if prepared in fused_ones:
             streak.alone, streak.backoff = 0, FIRST_BACKOFF
             continue
@@ -76,10 +74,15 @@ class Trial:
 
 def run_untraced(streaks: dict, prepared) -> None:
     """A repeated flush measured faster untraced (``Trial``): its kernels run untraced for ``MAX_BACKOFF`` calls."""
-    streak = streaks.get(prepared)
-    if streak is None:
-        streak = streaks[prepared] = Streak()
+    streak = _streak(streaks, prepared)
     streak.alone, streak.left = 0, MAX_BACKOFF
+
+
+def _streak(streaks: dict, prepared) -> Streak:
+    found = streaks.get(prepared)
+    if found is None:
+        found = streaks[prepared] = Streak()
+    return found
 
 
 def runs_untraced(trial: Trial, trials: int) -> bool:

@@ -142,14 +142,20 @@ def _run_pending() -> bool:
     return True
 
 
-def new_view(shape, dtype) -> View:
-    """A result's View: uninitialised memory (a kernel writes it next), on a GPU not copied over before that."""
-    array, ptr = buffers.empty(shape, dtype, make_room=_run_pending)
+def for_gpu() -> bool:
+    """Whether new arrays are for a GPU (the runtime's default space is one): they are first written, or filled,
+    there."""
     space = context.current().default_space
     gpu = _ON_DEVICE.get(space)
     if gpu is None:
         gpu = _ON_DEVICE[space] = on_device(space.value)
-    if gpu:
+    return gpu
+
+
+def new_view(shape, dtype) -> View:
+    """A result's View: uninitialised memory (a kernel writes it next), on a GPU not copied over before that."""
+    array, ptr = buffers.empty(shape, dtype, make_room=_run_pending)
+    if for_gpu():
         device.undefined(array)
     return View.result(array, dtype_of(array.dtype), ptr)
 

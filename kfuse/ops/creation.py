@@ -13,12 +13,11 @@ import operator
 
 import numpy as np
 
-from .. import context
 from ..future import Future
 from ..runtime import device
-from ..spaces import on_device
 from ..types import dtype_of
 from ..views import View, mark_constant
+from ._common import for_gpu
 from .elementwise import fill
 
 
@@ -26,19 +25,15 @@ def _np_dtype(dtype) -> np.dtype:
     return dtype_of(np.float64 if dtype is None else dtype).np
 
 
-def _for_gpu() -> bool:
-    return on_device(context.current().default_space.value)
-
-
 def _constant(array: np.ndarray) -> View:
-    if _for_gpu():
+    if for_gpu():
         mark_constant(array)
     return View.wrap(array)
 
 
 def empty(shape, dtype=None) -> View:
     array = np.empty(shape, dtype=_np_dtype(dtype))
-    if _for_gpu():
+    if for_gpu():
         device.undefined(array)
     return View.wrap(array)
 
