@@ -59,17 +59,17 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
             if streak is not None and streak.left and rt.nothing_pending():
                 streak.left -= 1  # a kernel that keeps running alone runs at once (kfuse/untraced.py)
                 rt.counts["calls_untraced"] += 1
-                result = _eager(rt, binding, bound, values)
+                result = run_bound(rt, binding, bound, values)
                 return result if op == "for" else done(binding.prepared.spec.accs[0], result)
             call = binding.call(bound, values)
             call.site = _call_site()
             if not positional and type(wu) is Workunit:
                 call.request = (op, (policy, wu), kwargs)  # as the program made it (kfuse/rerun.py)
             return rt.log(call)  # runs at once if it touches memory the host reaches past barriers
-        return _eager(rt, binding, bound, values)
+        return run_bound(rt, binding, bound, values)
 
 
-def _eager(rt, binding, policy, values):
+def run_bound(rt, binding, policy, values):
     if binding.direct and not rt.failures.lost:
         args = binding.args(values)  # nothing lost to a failed call: no KernelCall needed
         prepared = binding.prepared
@@ -90,7 +90,7 @@ def run_now(op: str, n: int, wu, kwargs: dict):
     nothing pending (kfuse/ops/lazy.py, when the trace is empty); the caller holds ``guard.lock``."""
     rt = context.current()
     binding, policy, values = bind(wu, op, n, (), kwargs, rt.backend)
-    return _eager(rt, binding, policy, values)
+    return run_bound(rt, binding, policy, values)
 
 
 def _explicit_fusion(op: str, policy, wus: list, positional: tuple, kwargs: dict):

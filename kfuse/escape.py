@@ -48,13 +48,14 @@ class Alias:
 
 
 class _Entry:
-    __slots__ = ("lo", "hi", "chain")
+    __slots__ = ("lo", "hi", "chain", "ref")
 
-    def __init__(self, lo: int, hi: int, chain):
+    def __init__(self, lo: int, hi: int, chain, ref):
         self.lo, self.hi = lo, hi
         # An export: None (escaped while it lives). A user base: the arrays from the user's array to its memory
         # owner, each held once by kfuse's alias or by the previous link; ALWAYS when the owner is not countable.
         self.chain = chain
+        self.ref = ref  # its key in ``_entries``
 
     def active(self, write: bool) -> bool:
         """Whether a kernel that reads (``write`` False) or also writes this memory must run at once."""
@@ -73,10 +74,16 @@ class _Entry:
         for i in range(len(chain)):
             if sys.getrefcount(chain[i]) > 3:
                 return True
+        # Nothing but kfuse holds the user's array or its bases now, and kfuse never hands them out (exports are
+        # new arrays with entries of their own): no one can reach them again, so the memory is kfuse's for good.
+        # The entry goes, and with the last one every escape check (``live``).
+        self.chain = _KFUSE_ONLY
+        _forget(self.ref)
         return False
 
 
 ALWAYS = object()
+_KFUSE_ONLY = ()  # the chain of an entry found unreachable by the program (never active again)
 _entries: dict = {}  # weakref(alias) -> _Entry
 version = 0  # bumped when the set changes, so Views re-derive which entries cover them
 
@@ -114,7 +121,8 @@ def export(array: np.ndarray) -> np.ndarray:
     if lo == hi:
         return array
     alias = Alias(array)
-    _entries[weakref.ref(alias, _forget)] = _Entry(lo, hi, None)
+    ref = weakref.ref(alias, _forget)
+    _entries[ref] = _Entry(lo, hi, None, ref)
     _changed()
     return np.asarray(alias)
 
@@ -135,13 +143,16 @@ def adopt(base: np.ndarray) -> np.ndarray:
         chain = tuple(chain)
     lo, hi = _bounds(base)
     if lo != hi:
-        _entries[weakref.ref(alias, _forget)] = _Entry(lo, hi, chain)
+        ref = weakref.ref(alias, _forget)
+        _entries[ref] = _Entry(lo, hi, chain, ref)
         _changed()
     return np.asarray(alias)
 
 
 def live() -> bool:
     """Whether any export or user base may be alive (else no View is escaped: the fast path)."""
+    if _dead:
+        _purge()
     return bool(_entries)
 
 

@@ -24,6 +24,8 @@ class DType(enum.Enum):
     float64 = ("float64", "double")
     bool = ("bool", "bool")
 
+    __hash__ = object.__hash__  # members are singletons compared by identity; Enum's hash of the name is slow
+
     @property
     def np(self) -> np.dtype:
         return _NP[self]  # asked on every kernel call: made once

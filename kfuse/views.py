@@ -103,6 +103,39 @@ def _sliced(index) -> bool:
     return sliced
 
 
+_PARTS_KEPT = 32  # slices kept per View (a loop over rows or columns slices a View anew each time: start over)
+_resizes = 0  # ``View.resize`` calls so far: a View's kept slices made before the last one are stale
+
+
+def _index_key(index):
+    """A dict key for a basic index of slices and ints (Python ints and None only: ``1.0`` must still raise as
+    NumPy does), or None: slices are not hashable before Python 3.12."""
+    if type(index) is slice:
+        return _slice_key(index)
+    if type(index) is not tuple:
+        return None
+    key = []
+    for i in index:
+        if type(i) is int:
+            key.append(i)
+        elif type(i) is slice:
+            k = _slice_key(i)
+            if k is None:
+                return None
+            key.append(k)
+        else:
+            return None
+    return tuple(key)
+
+
+def _slice_key(s: slice):
+    start, stop, step = s.start, s.stop, s.step
+    if (start is None or type(start) is int) and (stop is None or type(stop) is int) and \
+            (step is None or type(step) is int):
+        return start, stop, step
+    return None
+
+
 def _offset(index, array: np.ndarray) -> int | None:
     """The byte offset of ``array[index]`` (a non-empty result of slices and ints) from ``array``'s start, or
     None for other indices (NumPy is asked then)."""
@@ -255,7 +288,7 @@ class View:
     """
 
     __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "storage", "ptr", "strides", "bounds", "sig", "trait",
-                 "_escapes", "__weakref__")
+                 "_escapes", "_parts", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
                  _array: np.ndarray | None = None):
@@ -290,6 +323,7 @@ class View:
             self.bounds = _byte_bounds(array)
         self.sig = _sig(self)  # what a kernel specialises on
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
+        self._parts = None  # (the ``_resizes`` count it was made at, {index key: subview})
 
     # --- construction helpers -------------------------------------------------------------
     @classmethod
@@ -313,7 +347,7 @@ class View:
         view.strides = (1,) if ndim == 1 else tuple(s // array.itemsize for s in array.strides)
         view.storage, view.ptr, view.bounds, view.trait = "right", ptr, (ptr, ptr + array.nbytes), Trait.TraitDefault
         view.sig = (dtype, ndim, "right")
-        view._escapes = (escape.version, ())
+        view._escapes, view._parts = (escape.version, ()), None
         return view
 
     @classmethod
@@ -331,13 +365,26 @@ class View:
     def subview(self, *index) -> "View":
         """A View of a slice of this one, sharing its memory and trait (writes through one are seen by the other).
 
-        No barrier: slicing touches no data, and the tracer orders the two Views by their shared bytes."""
+        No barrier: slicing touches no data, and the tracer orders the two Views by their shared bytes. The same
+        slice of a View is the same View (``_parts``): array code slices at every statement, and NumPy's slicing
+        plus a View's fields cost several times NumPy's."""
         index = index if len(index) != 1 else index[0]
+        key = _index_key(index)
+        parts = self._parts
+        if key is not None and parts is not None and parts[0] == _resizes:
+            sub = parts[1].get(key)
+            if sub is not None:
+                return sub
         sub = self._array[index]
         if not isinstance(sub, np.ndarray) or sub.ndim == 0:
             raise IndexError("subview needs slices that keep at least one dimension")
         offset = _offset(index, self._array) if sub.size else None
-        return View._part(sub, self, None if offset is None else self.ptr + offset)
+        sub = View._part(sub, self, None if offset is None else self.ptr + offset)
+        if key is not None:
+            if parts is None or parts[0] != _resizes or len(parts[1]) >= _PARTS_KEPT:
+                parts = self._parts = (_resizes, {})
+            parts[1][key] = sub
+        return sub
 
     @classmethod
     def _part(cls, array: np.ndarray, whole: "View", ptr: int | None = None) -> "View":
@@ -368,7 +415,7 @@ class View:
                 hi += itemsize
         view.bounds = (lo, hi) if array.size else (lo, lo)
         view.sig = _sig(view)
-        view._escapes = _within(whole, *view.bounds)
+        view._escapes, view._parts = _within(whole, *view.bounds), None
         return view
 
     def __copy__(self) -> "View":
@@ -415,6 +462,8 @@ class View:
         new = np.zeros(shape, old.dtype, order="F" if old.flags.f_contiguous and not old.flags.c_contiguous else "C")
         kept = tuple(slice(0, min(a, b)) for a, b in zip(old.shape, shape))
         new[kept] = old[kept]
+        global _resizes
+        _resizes += 1  # every View's kept slices are dropped: this one may be one of them, or their whole
         self._take(new)
 
     # --- shape queries (no barrier: shape never depends on pending kernels) -----------------

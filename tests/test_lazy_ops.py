@@ -322,3 +322,75 @@ def test_operations_on_what_a_failed_call_lost_report_it_where_their_result_is_r
             np.asarray(t)
     finally:
         pk.disable_fusion()  # the failure was reported at the read: nothing left to raise
+
+
+def _analyses(monkeypatch) -> list:
+    """Counts the groups analysed from scratch (kfuse/ops/lazy.py ``Batch.analysed``)."""
+    from kfuse.ops import lazy
+    made = []
+    real = lazy.Batch.analysed
+
+    def counted(batch):
+        if batch.group is None:
+            made.append(len(batch.steps))
+        return real(batch)
+    monkeypatch.setattr(lazy.Batch, "analysed", counted)
+    return made
+
+
+def test_a_loop_of_statements_is_analysed_once_and_still_drops_its_intermediates(monkeypatch, fresh_stats):
+    made = _analyses(monkeypatch)
+    a, b = pk.array(arr(20)), pk.array(arr(21))
+
+    def program():
+        for _ in range(30):  # jacobi_1d's two statements: neighbours of the last store split them
+            pk.multiply(pk.add(pk.add(a[:-2], a[1:-1]), a[2:]), 0.33333, out=b[1:-1])
+            pk.multiply(pk.add(pk.add(b[:-2], b[1:-1]), b[2:]), 0.33333, out=a[1:-1])
+        return a, b
+
+    got = fused(program)
+    want_a, want_b = arr(20), arr(21)
+    for _ in range(30):
+        want_b[1:-1] = (want_a[:-2] + want_a[1:-1] + want_a[2:]) * 0.33333
+        want_a[1:-1] = (want_b[:-2] + want_b[1:-1] + want_b[2:]) * 0.33333
+    np.testing.assert_array_equal(got[0], want_a)
+    np.testing.assert_array_equal(got[1], want_b)
+    assert len(made) <= 4  # the first iterations (a slice made after a statement's first result is not looked up)
+    assert pk.stats()["unstored_arrays"] == 2 * 2 * 30  # looked-up groups drop their intermediates too
+
+
+def test_a_view_made_after_a_groups_first_result_is_not_looked_up_as_that_result():
+    """``s`` is a slice of the first iteration's result: there it is that step's value; in later iterations the
+    same View still holds the first result, not the new one (a lookup keyed by its uid would read the new one)."""
+    def program():
+        a = pk.array(arr(22))
+        s, outs = None, []
+        for i in range(4):
+            t = pk.add(a, float(i))
+            if s is None:
+                s = t[:]
+            outs.append(np.asarray(pk.multiply(s, 2.0)).copy())  # the host read runs the group
+        return outs
+
+    for got in (program(), fused(program)):
+        for out in got:
+            np.testing.assert_array_equal(out, arr(22) * 2.0)
+
+
+def test_a_planned_group_launch_binds_once(monkeypatch, fresh_stats):
+    from kfuse.ops import lazy
+    binds = []
+    real = lazy.bind
+    monkeypatch.setattr(lazy, "bind", lambda *args: binds.append(args[0]) or real(*args))
+    a, b = pk.array(arr(23)), pk.array(arr(24))
+
+    def program():
+        outs = []
+        for i in range(5):
+            outs.append(pk.sum(pk.multiply(pk.add(a, b), float(i))))
+        return [float(x) for x in outs]
+
+    binds.clear()
+    got = fused(program)
+    assert got == program() and got == pytest.approx([np.sum((arr(23) + arr(24)) * i) for i in range(5)], rel=1e-14)
+    assert len(binds) == 1  # later runs of the same plan launch through the first one's binding

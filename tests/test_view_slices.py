@@ -52,3 +52,44 @@ def test_a_slice_of_an_array_the_program_holds_is_escaped():
     assert whole.escaped(False) and whole[2:5].escaped(False) and whole[::3].escaped(True)
     kept = pk.array(np.arange(12.0))  # handed over
     assert not kept.escaped(True) and not kept[2:5].escaped(True)
+
+
+def test_the_same_slice_of_a_view_is_the_same_view_until_a_resize():
+    whole = pk.View([10])
+    assert whole[1:-1] is whole[1:-1]
+    assert whole[1:-1] is not whole[2:-1] and whole[::2] is not whole[::3]
+    grid = pk.View((4, 6))
+    assert grid[:, 2] is grid[:, 2] and grid[1:3, 2:] is grid[1:3, 2:] and grid[:, 2] is not grid[:, 3]
+    kept = whole[1:-1]
+    whole.resize(0, 12)
+    assert whole[1:-1] is not kept and whole[1:-1].shape == (10,)  # the new memory's slice
+    assert kept.shape == (8,) and kept.ptr == kept._array.__array_interface__["data"][0]  # the old one's, as Kokkos
+    with pytest.raises(TypeError):
+        whole[1.0:]  # only Python ints are kept: NumPy's error still comes
+
+
+def test_kept_slices_see_writes_through_the_whole_and_equal_fresh_ones():
+    whole = pk.array(np.arange(10.0).copy())
+    part = whole[2:5]
+    whole[3] = -1.0
+    assert whole[2:5] is part
+    np.testing.assert_array_equal(part, [2.0, -1.0, 4.0])
+    for i in range(40):  # more slices than a View keeps: they are made again, equal
+        for field in FIELDS:
+            assert getattr(whole[i % 9:], field) == getattr(View.wrap(whole._array[i % 9:]), field)
+
+
+def test_an_array_the_program_lets_go_of_stops_being_checked_for_escapes():
+    from kfuse import escape
+    held = np.arange(6.0)
+    view = pk.array(held)
+    assert view.escaped(True)
+    entries = len(escape._entries)
+    del held
+    assert not view.escaped(True) and not view[1:].escaped(True)
+    escape.live()  # (drops what was found unreachable)
+    assert len(escape._entries) == entries - 1  # its entry is gone: no later call checks it again
+    exported = np.asarray(view)  # an export escapes again, for as long as it lives
+    assert view.escaped(True) and escape.live()
+    del exported
+    assert not view.escaped(True)

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import time
 
-from .. import context, counters, escape, guard
+from .. import context, counters, escape, guard, views
+from ..calls import bind
+from ..pipeline import kernel_of
+from ..runtime.launch import policy_slots
 from ..fuser import explain
 from ..tracer.failures import is_fault
-from ..dispatch import parallel_for, parallel_reduce, run_now
+from ..dispatch import parallel_for, parallel_reduce, run_bound, run_now
 from ..future import Future
 from ..policies import MDRangePolicy
 from ..types import DType
@@ -43,23 +46,161 @@ class Step:
         self.wu, self.target, self.operands, self.fresh, self.future = wu, target, operands, fresh, future
 
 
-class Batch(Group):
+class Batch:
     """The open group, recorded since the runtime last ran anything (the runtime calls ``run`` before anything
-    else, kfuse/engine.py)."""
+    else, kfuse/engine.py).
+
+    A loop body records the same steps over the same Views each time (``view[1:-1]`` is one View, views.py), so
+    where a step may join and what the group's kernel takes are looked up (``_State``), not worked out again
+    (``Group``): the analysis runs only the first time a sequence of steps is seen."""
+
+    def __init__(self):
+        self.steps: list = []
+        self.grids: list = []  # per step, whether it is 2-D: to replay the analysis (no Views kept: stores.py counts)
+        self.made: dict = {}  # id(View) -> the step whose new result it is
+        self.first_new = None  # uid of the group's first new result
+        self.state = _start  # None: a step was not one ``_State`` can stand for
+        self.group = None  # the analysis (Group), while one is kept
+
+    def join(self, step: Step, views: list, grid: bool) -> bool:
+        """Append ``step`` if one kernel can run it after the steps so far (else False, and nothing changes)."""
+        state, pattern = self.state, None
+        if state is not None:
+            pattern = self._pattern(step)
+            found = state.next.get(pattern) if pattern is not None else None
+            if found is _APART:
+                return False
+            if found is not None:
+                if self.group is not None:
+                    self.group.add(step, views, grid)
+                self._push(step, grid, found)
+                return True
+        group = self.analysed()
+        if self.steps and not group.takes(step, views, grid):
+            if pattern is not None and _State.room():
+                state.next[pattern] = _APART
+            return False
+        group.add(step, views, grid)
+        found = None
+        if pattern is not None and _State.room():
+            found = state.next[pattern] = _State(_summary(group))
+        self._push(step, grid, found)
+        return True
+
+    def _push(self, step: Step, grid: bool, state) -> None:
+        if step.fresh:
+            self.made[id(step.target)] = len(self.steps)
+            if self.first_new is None:
+                self.first_new = step.target.uid
+        self.steps.append(step)
+        self.grids.append(grid)
+        self.state = state
+
+    def _pattern(self, step: Step):
+        """What the analysis of ``step`` depends on, given the steps so far: its workunit, and per operand and
+        target a View's uid (fixed memory and geometry), a new result of this group by its step, or a scalar;
+        a new target by its dtype. None where a View newer than the group's first new result takes part: it
+        may lie in that result's memory, which a later run of the same steps does not share."""
+        made, newest, target = self.made, self.first_new, step.target
+        if target is None:
+            code = None
+        else:
+            code = made.get(id(target))
+            if code is not None:
+                code = -1 - code
+            elif step.fresh:
+                code = target.dtype
+            else:
+                code = target.uid
+                if newest is not None and code > newest:
+                    return None
+        codes = [step.wu, code]
+        for x in step.operands:
+            if type(x) is View:
+                k = made.get(id(x))
+                if k is not None:
+                    codes.append(-1 - k)
+                elif newest is not None and x.uid > newest:
+                    return None
+                else:
+                    codes.append(x.uid)
+            else:
+                codes.append(0)
+        return tuple(codes)
+
+    def analysed(self) -> Group:
+        """The group's analysis, made by replaying the steps if none is kept."""
+        if self.group is None:
+            self.group = Group()
+            for step, grid in zip(self.steps, self.grids):
+                self.group.add(step, [x for x in step.operands if type(x) is View], grid)
+        return self.group
 
     def run(self, now: bool = False) -> None:
         """Run the group as one kernel call; ``now``: at once (the caller knows nothing else is pending)."""
         start = time.perf_counter()
-        stored = stores.stored(self)
+        summary = self.state.summary if self.state is not None else _summary(self.group)
+        stored = stores.stored(self.steps, summary)
         unstored = sum(1 for s in stored if s is not True)
         counters.bump("unstored_arrays", unstored)
         seconds = time.perf_counter() - start
         mode = _Mode(now)
-        _launch(self, stored, mode)
+        _launch(self.steps, summary, stored, mode, self.analysed)
         if mode.now:  # (else the pipeline counts and records the flushes)
             counters.bump("flushes")
             explain.record_operations(context.current(), [step.wu.__name__ for step in self.steps],
                                       [list(range(len(self.steps)))], {0: unstored} if unstored else {}, seconds)
+
+
+class Summary:
+    """What running a group needs of its analysis (kfuse/ops/group.py): its form and whether it is 2-D (which
+    with the store pattern pick the plan, kfuse/ops/plans.py), where its inputs and scalars are among the steps'
+    operands ((step, position) per number), and per step the references to its target among the steps'
+    operands and the steps writing that target (kfuse/ops/stores.py)."""
+
+    __slots__ = ("form", "grid", "inputs", "scalars", "held", "written")
+
+    def __init__(self, form, grid: bool, inputs: tuple, scalars: tuple, held: tuple, written: tuple):
+        self.form, self.grid, self.inputs, self.scalars, self.held, self.written = \
+            form, grid, inputs, scalars, held, written
+
+
+def _summary(group: Group) -> Summary:
+    targets = [step.target for step in group.steps]
+    scalars = [None] * len(group.scalars)
+    for k, codes in enumerate(group.codes):
+        for position, (kind, n) in enumerate(codes):
+            if kind == "s":
+                scalars[n] = (k, position)
+    return Summary(group.form, group.grid, tuple(group.inputs), tuple(scalars),
+                   tuple(0 if t is None else group.held.get(id(t), 0) for t in targets),
+                   tuple(0 if t is None else group.targets[id(t)] for t in targets))
+
+
+class _State:
+    """A sequence of steps seen before: its ``Summary``, and per next step's pattern (``Batch._pattern``) the
+    state it leads to, or ``_APART`` where that step cannot join."""
+
+    __slots__ = ("summary", "next")
+    count = 0  # states made since the table was last started anew
+    LIMIT = 1 << 15  # Views' uids never recur, so patterns of dropped Views pile up: start anew past this
+
+    def __init__(self, summary: Summary | None):
+        self.summary, self.next = summary, {}
+        _State.count += 1
+
+    @staticmethod
+    def room() -> bool:
+        global _start
+        if _State.count >= _State.LIMIT:
+            _State.count = 0
+            _start = _State(None)
+            return False
+        return True
+
+
+_APART = object()
+_start = _State(None)
 
 
 class _Mode:
@@ -116,12 +257,12 @@ def _append(rt, step: Step, views: list, grid: bool) -> None:
     """Record ``step`` (the caller holds ``guard.lock``), after running the open group if the step cannot join
     it; a full group runs without waiting."""
     batch = rt.batch
-    if batch is not None and not batch.takes(step, views, grid):
+    if batch is not None and not batch.join(step, views, grid):
         rt.run_batch(host_waits=True)  # at once unless something else is pending
         batch = None
     if batch is None:
         batch = rt.batch = Batch()
-    batch.add(step, views, grid)
+        batch.join(step, views, grid)
     rt.counts["array_ops_recorded"] += 1
     if len(batch.steps) >= _MAX_STEPS:
         rt.run_batch(host_waits=True)
@@ -138,24 +279,29 @@ def _overlaps_apart(target: View, views: list) -> bool:
     return False
 
 
-def _launch(group: Group, stored: list, mode: _Mode) -> None:
-    """The kernel calls for a group (kfuse/ops/plans.py): its generated kernel, or steps as calls of their own."""
-    plan = plans.plan_for(group, stored)
-    steps = group.steps
+def _launch(steps: list, summary: Summary, stored: list, mode: _Mode, analysed) -> None:
+    """The kernel calls for a group of ``steps`` (kfuse/ops/plans.py; ``analysed()`` gives its Group where a plan
+    must be made): its generated kernel, or steps as calls of their own."""
+    plan = plans.plan_for(summary.form, summary.grid, stored, analysed)
+    grid = summary.grid
     for k in plan.alone:
-        _alone(steps[k], group.grid, mode)
+        _alone(steps[k], grid, mode)
     if plan.wu is None:
         return
-    grid, flat = group.grid, _common.flat
+    flat, inputs, scalars = _common.flat, summary.inputs, summary.scalars
     values = [steps[k].target if grid else flat(steps[k].target) for k in plan.outputs]
-    values += [group.input(n) if grid else flat(group.input(n)) for n in plan.inputs]
-    values += [group.scalars[n] for n in plan.scalars]
+    for n in plan.inputs:
+        k, position = inputs[n]
+        values.append(steps[k].operands[position] if grid else flat(steps[k].operands[position]))
+    for n in plan.scalars:
+        k, position = scalars[n]
+        values.append(steps[k].operands[position])
     args = dict(zip(plan.names, values))
     last = steps[plan.last]
     if last.target is None:
-        _deliver(last.future, _kernel("reduce", last.operands[0].size, plan.wu, args, mode))
+        _deliver(last.future, _kernel("reduce", last.operands[0].size, plan.wu, args, mode, plan))
     else:
-        _kernel("for", _grid(last.target.shape) if grid else last.target.size, plan.wu, args, mode)
+        _kernel("for", _grid(last.target.shape) if grid else last.target.size, plan.wu, args, mode, plan)
     if mode.now and plan.fused:
         counters.bump("fused_kernels_launched")
 
@@ -168,7 +314,7 @@ def _alone(step: Step, grid: bool, mode: _Mode) -> None:
         return
     single = Group()
     single.add(step, [x for x in step.operands if type(x) is View], True)
-    _launch(single, [True], mode)
+    _launch(single.steps, _summary(single), [True], mode, lambda: single)
 
 
 def _grid(shape: tuple) -> MDRangePolicy:
@@ -189,11 +335,31 @@ def _call_one(step: Step, mode: _Mode) -> None:
         _deliver(step.future, _kernel("reduce", step.operands[0].size, step.wu, args, mode))
 
 
-def _kernel(op: str, policy, wu, args: dict, mode: _Mode):
-    """One kernel call: run at once while ``mode`` says so, else logged."""
+def _at_once(plan: plans.Plan, op: str, policy, values: list):
+    """Run a plan's kernel now. While the backend, the default space and the arguments' signatures are those of
+    its last call, through that call's binding: ``calls.bind`` would find the same one, looking each up again
+    (microseconds per group, and loops run thousands)."""
+    rt, known = context.current(), plan.binding
+    if known is not None and known[0] is rt.backend and known[1] is rt.default_space and not views.constant \
+            and not guard.forked_after_start:
+        binding = known[2]
+        if binding.sigs == [v.sig if type(v) is View else type(v) for v in values]:
+            prepared = binding.prepared
+            prepared.backend.enter_thread()
+            results = (prepared.kernel or kernel_of(prepared)).launch(
+                (0, policy) if type(policy) is int else policy_slots(policy), binding.args(values))
+            return results[0] if results else None
+    binding, bound, given = bind(plan.wu, op, policy, (), dict(zip(plan.names, values)), rt.backend)
+    if binding.direct and not binding.scratch and all(a is b for a, b in zip(given, values)):
+        plan.binding = (rt.backend, rt.default_space, binding)
+    return run_bound(rt, binding, bound, given)
+
+
+def _kernel(op: str, policy, wu, args: dict, mode: _Mode, plan: plans.Plan | None = None):
+    """One kernel call (of ``plan``'s kernel if given): run at once while ``mode`` says so, else logged."""
     if mode.now:
         try:
-            return run_now(op, policy, wu, args)
+            return run_now(op, policy, wu, args) if plan is None else _at_once(plan, op, policy, list(args.values()))
         except Exception as exc:
             if is_fault(exc):
                 raise

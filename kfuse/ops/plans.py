@@ -19,24 +19,27 @@ class Plan:
     ``names`` take the targets of steps ``outputs``, the group's inputs ``inputs`` and scalars ``scalars`` (by
     their numbers in the group), in that order; ``last`` is the step whose target (or reduction) sizes it."""
 
-    __slots__ = ("wu", "alone", "names", "outputs", "inputs", "scalars", "last", "fused")
+    __slots__ = ("wu", "alone", "names", "outputs", "inputs", "scalars", "last", "fused", "binding")
 
     def __init__(self, alone=(), wu=None, outputs=(), inputs=(), scalars=(), last=None, fused=False):
         self.wu, self.alone, self.outputs, self.inputs, self.scalars = wu, alone, outputs, inputs, scalars
         self.last, self.fused = last, fused
+        self.binding = None  # (backend, default space, calls._Binding) of its last call run at once (kfuse/ops/lazy.py)
         self.names = (*(f"o{n}" for n in range(len(outputs))), *(f"v{n}" for n in range(len(inputs))),
                       *(f"s{n}" for n in range(len(scalars))))
 
 
-def plan_for(group, stored: list) -> Plan:
-    key = (group.form, group.grid, tuple(stored))
-    plan = _PLANS.get(key) if group.form is not None else None
+def plan_for(form, grid: bool, stored: list, analysed) -> Plan:
+    """The plan of a group of ``form`` (None: not numbered), 2-D or not, whose results ``stored`` says are stored;
+    ``analysed()`` gives the group (kfuse/ops/group.py) when a plan must be made."""
+    key = (form, grid, tuple(stored))
+    plan = _PLANS.get(key) if form is not None else None
     if plan is not None:
         counts["hits"] += 1
         return plan
     counts["made"] += 1
-    plan = _plan(group, stored)
-    if group.form is not None and len(_PLANS) < _MAX_PLANS:
+    plan = _plan(analysed(), stored)
+    if form is not None and len(_PLANS) < _MAX_PLANS:
         _PLANS[key] = plan
     return plan
 

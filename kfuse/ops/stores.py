@@ -10,21 +10,21 @@ from __future__ import annotations
 from .. import buffers, refcount
 
 
-def stored(batch) -> list:
-    """Per step of ``batch`` (kfuse/ops/group.py), whether its result must reach memory: something besides the
-    group refers to its View or the View's memory, or another step writes that View too (an ``out=``
-    accumulator). Of the others, False for those a step reads, None for those nobody reads. Reductions: True."""
-    held, written = batch.held, batch.targets
-    targets = [step.target for step in batch.steps]
+def stored(steps: list, summary) -> list:
+    """Per step (of a group, kfuse/ops/group.py, with its ``summary``, kfuse/ops/lazy.py), whether its result must
+    reach memory: something besides the group refers to its View or the View's memory, or another step writes
+    that View too (an ``out=`` accumulator). Of the others, False for those a step reads, None for those nobody
+    reads. Reductions: True."""
+    held, written = summary.held, summary.written
+    targets = [step.target for step in steps]
     result = []
     for k in range(len(targets)):  # (no local names the targets: the counts would see it)
-        uid = id(targets[k])
-        if targets[k] is None or written[uid] > 1:
+        if targets[k] is None or written[k] > 1:
             result.append(True)
-        elif refcount.others(targets, k) != 1 + held.get(uid, 0) or not _only_its_view(targets[k]):
+        elif refcount.others(targets, k) != 1 + held[k] or not _only_its_view(targets[k]):
             result.append(True)
         else:
-            result.append(False if held.get(uid) else None)
+            result.append(False if held[k] else None)
     return result
 
 
