@@ -96,8 +96,9 @@ def _changed() -> None:
 def _forget(ref) -> None:
     """Weak-reference callback: may run inside any allocation (garbage collection), even while the
     entries are being iterated, so it only marks; ``_purge`` removes at a safe point."""
-    _dead.append(ref)
-    _changed()
+    if _dead is not None:  # (None while the interpreter shuts down)
+        _dead.append(ref)
+        _changed()
 
 
 _dead: list = []

@@ -1,7 +1,7 @@
 """How many references an object has besides the one list slot kfuse reads it from.
 
 Reference counts answer "does anything else still hold this?" exactly (kfuse/tracer/liveness.py: memory only a
-running partition reaches; kfuse/buffers.py: a free slab). ``sys.getrefcount`` adds references of its own that
+running partition reaches; kfuse/buffers.py: a free pooled array). ``sys.getrefcount`` adds references of its own that
 differ between Python versions, so the count is calibrated once, on an object only a list slot holds.
 """
 from __future__ import annotations

@@ -490,7 +490,7 @@ def copyto(viewA, viewB, casting="same_kind"):
     if not isinstance(src, View):
         return fill(viewA, src) and None
     try:
-        shape = np.broadcast_shapes(viewA.shape, src.shape)
+        shape = src.shape if src.shape == viewA.shape else np.broadcast_shapes(viewA.shape, src.shape)
     except ValueError:
         shape = None
     if shape != viewA.shape:

@@ -83,7 +83,7 @@ class Batch:
         group.add(step, views, grid)
         found = None
         if pattern is not None and _State.room():
-            found = state.next[pattern] = _State(_summary(group))
+            found = state.next[pattern] = _State()
         self._push(step, grid, found)
         return True
 
@@ -139,7 +139,13 @@ class Batch:
     def run(self, now: bool = False) -> None:
         """Run the group as one kernel call; ``now``: at once (the caller knows nothing else is pending)."""
         start = time.perf_counter()
-        summary = self.state.summary if self.state is not None else _summary(self.group)
+        state = self.state
+        if state is None:
+            summary = _summary(self.group)
+        else:
+            summary = state.summary
+            if summary is None:  # (made once per state a group runs at)
+                summary = state.summary = _summary(self.analysed())
         stored = stores.stored(self.steps, summary)
         unstored = sum(1 for s in stored if s is not True)
         counters.bump("unstored_arrays", unstored)
@@ -178,15 +184,15 @@ def _summary(group: Group) -> Summary:
 
 
 class _State:
-    """A sequence of steps seen before: its ``Summary``, and per next step's pattern (``Batch._pattern``) the
-    state it leads to, or ``_APART`` where that step cannot join."""
+    """A sequence of steps seen before: its ``Summary`` (once a group of these steps has run), and per next
+    step's pattern (``Batch._pattern``) the state it leads to, or ``_APART`` where that step cannot join."""
 
     __slots__ = ("summary", "next")
     count = 0  # states made since the table was last started anew
-    LIMIT = 1 << 15  # Views' uids never recur, so patterns of dropped Views pile up: start anew past this
+    LIMIT = 1 << 12  # Views' uids never recur, so patterns of dropped Views pile up: start anew past this
 
-    def __init__(self, summary: Summary | None):
-        self.summary, self.next = summary, {}
+    def __init__(self):
+        self.summary, self.next = None, {}
         _State.count += 1
 
     @staticmethod
@@ -194,13 +200,13 @@ class _State:
         global _start
         if _State.count >= _State.LIMIT:
             _State.count = 0
-            _start = _State(None)
+            _start = _State()
             return False
         return True
 
 
 _APART = object()
-_start = _State(None)
+_start = _State()
 
 
 class _Mode:
@@ -328,11 +334,14 @@ def _grid(shape: tuple) -> MDRangePolicy:
 
 def _call_one(step: Step, mode: _Mode) -> None:
     """A step as its operation's own kernel call, over flat Views."""
-    args = {n: _common.flat(x) if type(x) is View else x for n, x in zip(step.wu.parsed.param_names[2:], step.operands)}
+    plan, flat = plans.alone(step.wu, step.target is None), _common.flat
+    values = [flat(x) if type(x) is View else x for x in step.operands]
     if step.target is not None:
-        _kernel("for", step.target.size, step.wu, dict(out=_common.flat(step.target), **args), mode)
+        values.insert(0, flat(step.target))
+        _kernel("for", step.target.size, step.wu, dict(zip(plan.names, values)), mode, plan)
     else:
-        _deliver(step.future, _kernel("reduce", step.operands[0].size, step.wu, args, mode))
+        _deliver(step.future, _kernel("reduce", step.operands[0].size, step.wu, dict(zip(plan.names, values)), mode,
+                                      plan))
 
 
 def _at_once(plan: plans.Plan, op: str, policy, values: list):

@@ -11,6 +11,7 @@ from . import expressions, stores
 
 _PLANS: dict = {}  # (form, 2-D?, stored pattern) -> Plan
 _MAX_PLANS = 4096  # past that, plans are made each time, not kept
+_ALONE: dict = {}  # an operation's workunit -> its Plan run alone (the operations' kernels: a fixed set)
 counts = {"hits": 0, "made": 0}  # plans looked up, plans made (tests read them)
 
 
@@ -21,12 +22,23 @@ class Plan:
 
     __slots__ = ("wu", "alone", "names", "outputs", "inputs", "scalars", "last", "fused", "binding")
 
-    def __init__(self, alone=(), wu=None, outputs=(), inputs=(), scalars=(), last=None, fused=False):
+    def __init__(self, alone=(), wu=None, outputs=(), inputs=(), scalars=(), last=None, fused=False, names=None):
         self.wu, self.alone, self.outputs, self.inputs, self.scalars = wu, alone, outputs, inputs, scalars
         self.last, self.fused = last, fused
         self.binding = None  # (backend, default space, calls._Binding) of its last call run at once (kfuse/ops/lazy.py)
-        self.names = (*(f"o{n}" for n in range(len(outputs))), *(f"v{n}" for n in range(len(inputs))),
-                      *(f"s{n}" for n in range(len(scalars))))
+        self.names = names or (*(f"o{n}" for n in range(len(outputs))), *(f"v{n}" for n in range(len(inputs))),
+                               *(f"s{n}" for n in range(len(scalars))))
+
+
+def alone(wu, reduction: bool) -> Plan:
+    """The plan of one operation's own kernel ``wu`` (a ``reduction`` or not) run by itself: its parameters after
+    the index and the target or accumulator, after ``out`` for a target, so that its calls keep their binding
+    as a group's do."""
+    plan = _ALONE.get(wu)
+    if plan is None:
+        operands = tuple(wu.parsed.param_names[2:])
+        plan = _ALONE[wu] = Plan(wu=wu, names=operands if reduction else ("out", *operands))
+    return plan
 
 
 def plan_for(form, grid: bool, stored: list, analysed) -> Plan:

@@ -41,10 +41,11 @@ def needed(batch, stored_: list) -> list:
 
 
 def _only_its_view(view) -> bool:
-    """Whether the View's memory is referenced only through it (its array by it alone; a pool slab behind it by
-    the pool and that array alone)."""
+    """Whether the View's memory is referenced only through it (its array by it alone, and by the pool if pooled;
+    an array over other memory: that memory pooled, and referenced by the pool and this array alone)."""
     arrays = [view._array]
-    if refcount.others(arrays, 0) != 1:
+    pooled = buffers.holds(arrays[0])
+    if refcount.others(arrays, 0) != 1 + pooled:
         return False
     base = arrays[0].base
     if base is None:

@@ -51,7 +51,7 @@ _undefined: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id 
 
 
 def undefined(array: np.ndarray) -> None:
-    """``array``'s memory (a new allocation, or a slab kfuse/buffers.py hands out again) holds no values yet;
+    """``array``'s memory (a new allocation, or a pooled array kfuse/buffers.py hands out again) holds no values yet;
     its first writer is a GPU kernel (kfuse/ops). Mirrors are per memory owner, so the owner is registered."""
     root = memory_owner(array)
     _undefined[id(root)] = root
