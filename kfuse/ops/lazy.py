@@ -147,28 +147,30 @@ class Batch:
             if summary is None:  # (made once per state a group runs at)
                 summary = state.summary = _summary(self.analysed())
         stored = stores.stored(self.steps, summary)
-        unstored = sum(1 for s in stored if s is not True)
+        unstored = len(stored) - stored.count(True)
         counters.bump("unstored_arrays", unstored)
         seconds = time.perf_counter() - start
         mode = _Mode(now)
         _launch(self.steps, summary, stored, mode, self.analysed)
         if mode.now:  # (else the pipeline counts and records the flushes)
             counters.bump("flushes")
-            explain.record_operations(context.current(), [step.wu.__name__ for step in self.steps],
-                                      [list(range(len(self.steps)))], {0: unstored} if unstored else {}, seconds)
+            explain.record_operations(context.current(), summary.names, summary.groups,
+                                      {0: unstored} if unstored else {}, seconds)
 
 
 class Summary:
     """What running a group needs of its analysis (kfuse/ops/group.py): its form and whether it is 2-D (which
     with the store pattern pick the plan, kfuse/ops/plans.py), where its inputs and scalars are among the steps'
     operands ((step, position) per number), and per step the references to its target among the steps'
-    operands and the steps writing that target (kfuse/ops/stores.py)."""
+    operands and the steps writing that target (kfuse/ops/stores.py); for explain(), the steps' names and their
+    one group (lists shared by the records of every run of these steps: records are read, never changed)."""
 
-    __slots__ = ("form", "grid", "inputs", "scalars", "held", "written")
+    __slots__ = ("form", "grid", "inputs", "scalars", "held", "written", "names", "groups")
 
-    def __init__(self, form, grid: bool, inputs: tuple, scalars: tuple, held: tuple, written: tuple):
+    def __init__(self, form, grid: bool, inputs: tuple, scalars: tuple, held: tuple, written: tuple, names: list):
         self.form, self.grid, self.inputs, self.scalars, self.held, self.written = \
             form, grid, inputs, scalars, held, written
+        self.names, self.groups = names, [list(range(len(names)))]
 
 
 def _summary(group: Group) -> Summary:
@@ -180,7 +182,8 @@ def _summary(group: Group) -> Summary:
                 scalars[n] = (k, position)
     return Summary(group.form, group.grid, tuple(group.inputs), tuple(scalars),
                    tuple(0 if t is None else group.held.get(id(t), 0) for t in targets),
-                   tuple(0 if t is None else group.targets[id(t)] for t in targets))
+                   tuple(0 if t is None else group.targets[id(t)] for t in targets),
+                   [step.wu.__name__ for step in group.steps])
 
 
 class _State:
