@@ -62,6 +62,18 @@ def memory_owner(array: np.ndarray) -> np.ndarray:
             return array
 
 
+def place(view: "View"):
+    """(the array owning ``view``'s memory, the byte offset of ``view`` in it), or False where that owner does not
+    own its memory (NumPy over a foreign buffer: another array may share it). Two Views with different owners
+    share no byte; with one owner, offsets, shapes and strides tell how they overlap (kfuse/ops/lazy.py keys
+    groups by this, so a program's new arrays of each run look up what the previous run's found)."""
+    found = view._place
+    if found is None:
+        root = memory_owner(view._array)
+        found = view._place = False if root.base is not None else (root, view.ptr - root.__array_interface__["data"][0])
+    return found
+
+
 def touched(values) -> None:
     """The Views among ``values`` are used by a call that does not run on the GPU: their memory may change on the
     host, so its contents are no longer known (``constant``)."""
@@ -288,7 +300,7 @@ class View:
     """
 
     __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "storage", "ptr", "strides", "bounds", "sig", "trait",
-                 "_escapes", "_parts", "__weakref__")
+                 "_escapes", "_parts", "_place", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
                  _array: np.ndarray | None = None):
@@ -324,6 +336,7 @@ class View:
         self.sig = _sig(self)  # what a kernel specialises on
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
         self._parts = None  # (the ``_resizes`` count it was made at, {index key: subview})
+        self._place = None  # ``place(self)``, once asked
 
     # --- construction helpers -------------------------------------------------------------
     @classmethod
@@ -347,7 +360,7 @@ class View:
         view.strides = (1,) if ndim == 1 else tuple(s // array.itemsize for s in array.strides)
         view.storage, view.ptr, view.bounds, view.trait = "right", ptr, (ptr, ptr + array.nbytes), Trait.TraitDefault
         view.sig = (dtype, ndim, "right")
-        view._escapes, view._parts = (escape.version, ()), None
+        view._escapes, view._parts, view._place = (escape.version, ()), None, None
         return view
 
     @classmethod
@@ -415,7 +428,7 @@ class View:
                 hi += itemsize
         view.bounds = (lo, hi) if array.size else (lo, lo)
         view.sig = _sig(view)
-        view._escapes, view._parts = _within(whole, *view.bounds), None
+        view._escapes, view._parts, view._place = _within(whole, *view.bounds), None, None
         return view
 
     def __copy__(self) -> "View":

@@ -394,3 +394,60 @@ def test_a_planned_group_launch_binds_once(monkeypatch, fresh_stats):
     got = fused(program)
     assert got == program() and got == pytest.approx([np.sum((arr(23) + arr(24)) * i) for i in range(5)], rel=1e-14)
     assert len(binds) == 1  # later runs of the same plan launch through the first one's binding
+
+
+def test_new_arrays_of_each_run_look_up_what_the_first_run_found(monkeypatch, fresh_stats):
+    made = _analyses(monkeypatch)
+
+    def program():  # NSTREAM in array operations, on arrays of its own each run (as a benchmark's runs are)
+        a, b, c = pk.zeros(33), pk.full(33, 2.0), pk.array(arr(26))
+        for _ in range(10):
+            pk.add(a, pk.add(b, pk.multiply(c, 3.0)), out=a)
+        return a
+
+    want = np.zeros(33)
+    for _ in range(10):
+        want += 2.0 + arr(26) * 3.0
+    for run in range(4):
+        np.testing.assert_array_equal(fused(program), want)
+        if run == 0:
+            first = len(made)
+    assert first >= 1 and len(made) == first  # later runs: every step looked up
+    assert pk.stats()["unstored_arrays"] == 4 * 20
+
+
+def test_where_views_lie_in_their_memory_is_part_of_what_is_looked_up():
+    """Run 1 writes ``y`` in another part of ``x``'s array, run 2 one element over ``x``: then reading ``x`` after
+    the write must see it, so the steps split. Keyed without the offset, run 2 would take run 1's single kernel."""
+    def program(x, y):
+        t = pk.add(x, 1.0)
+        pk.multiply(t, 2.0, out=y)
+        return pk.add(x, 3.0)
+
+    def numpy(x, y):
+        y[...] = (x + 1.0) * 2.0
+        return x + 3.0
+
+    for split in (33, 1, 33, 1):
+        base = arr(27, 66)
+        views = pk.array(base.copy())
+        got = fused(lambda: np.asarray(program(views[0:32], views[split:split + 32])).copy())
+        want = numpy(base[0:32], base[split:split + 32])
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(views, base)
+
+
+def test_which_array_views_lie_in_is_part_of_what_is_looked_up():
+    """Run 1 reads ``x`` and writes ``y`` in two arrays, run 2 writes ``y`` one element over ``x`` in the same array
+    (at the same offsets): there the write must wait for every read of ``x`` before it, and the last step reads
+    what it wrote."""
+    def program(x, y):
+        pk.multiply(pk.add(x, 1.0), 2.0, out=y)
+        return pk.multiply(x, pk.add(x, 3.0))
+
+    for same in (False, True, False, True):
+        base_p, base_q = arr(28), arr(29)
+        p, q = pk.array(base_p.copy()), pk.array(base_q.copy())
+        got = fused(lambda: np.asarray(program(p[0:32], (p if same else q)[1:33])).copy())
+        (base_p if same else base_q)[1:33] = (base_p[0:32] + 1.0) * 2.0
+        np.testing.assert_array_equal(got, base_p[0:32] * (base_p[0:32] + 3.0))

@@ -28,7 +28,7 @@ from ..dispatch import parallel_for, parallel_reduce, run_bound, run_now
 from ..future import Future
 from ..policies import MDRangePolicy
 from ..types import DType
-from ..views import View, escaped_any
+from ..views import View, escaped_any, place
 from . import _common, kernels, overlap, plans, stores  # _common imports this module: its names are read at call time
 from .group import Group, elements
 
@@ -58,6 +58,9 @@ class Batch:
         self.steps: list = []
         self.grids: list = []  # per step, whether it is 2-D: to replay the analysis (no Views kept: stores.py counts)
         self.made: dict = {}  # id(View) -> the step whose new result it is
+        self.seen: dict = {}  # id(View) -> its number among the group's other Views (``_pattern``)
+        self.owners: dict = {}  # id(array owning memory) -> its number among those of the group's Views
+        self.numbered = ({}, {})  # the Views and owners the last pattern numbered first (kept if its step joins)
         self.first_new = None  # uid of the group's first new result
         self.state = _start  # None: a step was not one ``_State`` can stand for
         self.group = None  # the analysis (Group), while one is kept
@@ -92,41 +95,72 @@ class Batch:
             self.made[id(step.target)] = len(self.steps)
             if self.first_new is None:
                 self.first_new = step.target.uid
+        if state is not None:
+            self.seen.update(self.numbered[0])
+            self.owners.update(self.numbered[1])
         self.steps.append(step)
         self.grids.append(grid)
         self.state = state
 
     def _pattern(self, step: Step):
         """What the analysis of ``step`` depends on, given the steps so far: its workunit, and per operand and
-        target a View's uid (fixed memory and geometry), a new result of this group by its step, or a scalar;
-        a new target by its dtype. None where a View newer than the group's first new result takes part: it
-        may lie in that result's memory, which a later run of the same steps does not share."""
-        made, newest, target = self.made, self.first_new, step.target
+        target a result of this group by its step, a View seen in the group by its number, a new one by where
+        it lies (``_where``), or a scalar; a new target by its dtype. None where a View newer than the group's
+        first result takes part (it may lie in that result's memory, which a later run of the same steps does
+        not share) or one whose memory's owner does not own it."""
+        numbered = self.numbered = ({}, {})
+        target = step.target
         if target is None:
             code = None
+        elif id(target) in self.made:
+            code = -1 - self.made[id(target)]
+        elif step.fresh:
+            code = target.dtype
         else:
-            code = made.get(id(target))
-            if code is not None:
-                code = -1 - code
-            elif step.fresh:
-                code = target.dtype
-            else:
-                code = target.uid
-                if newest is not None and code > newest:
-                    return None
+            code = self._where(target, numbered)
+            if code is _UNKNOWN:
+                return None
         codes = [step.wu, code]
         for x in step.operands:
             if type(x) is View:
-                k = made.get(id(x))
-                if k is not None:
-                    codes.append(-1 - k)
-                elif newest is not None and x.uid > newest:
+                code = self._where(x, numbered)
+                if code is _UNKNOWN:
                     return None
-                else:
-                    codes.append(x.uid)
+                codes.append(code)
             else:
-                codes.append(0)
+                codes.append(None)
         return tuple(codes)
+
+    def _where(self, view: View, numbered: tuple):
+        """``view``'s part of a pattern: -1 - k for step k's new result; its number if the group has it already;
+        else (its owner's number in the group, its offset there, shape, strides, dtype), which fix how it
+        overlaps every other View of the group (Views of different owners share no byte), the group's new
+        results excepted (none reaches a View older than the first of them). ``numbered``: the Views and owners
+        this step numbers first."""
+        k = self.made.get(id(view))
+        if k is not None:
+            return -1 - k
+        newest = self.first_new
+        if newest is not None and view.uid > newest:
+            return _UNKNOWN
+        seen, new_seen = self.seen, numbered[0]
+        n = seen.get(id(view))
+        if n is None:
+            n = new_seen.get(id(view))
+        if n is not None:
+            return n
+        where = place(view)
+        if where is False:
+            return _UNKNOWN
+        owner, offset = where
+        owners, new_owners = self.owners, numbered[1]
+        r = owners.get(id(owner))
+        if r is None:
+            r = new_owners.get(id(owner))
+            if r is None:
+                r = new_owners[id(owner)] = len(owners) + len(new_owners)
+        new_seen[id(view)] = len(seen) + len(new_seen)
+        return r, offset, view.shape, view.strides, view.dtype
 
     def analysed(self) -> Group:
         """The group's analysis, made by replaying the steps if none is kept."""
@@ -209,6 +243,7 @@ class _State:
 
 
 _APART = object()
+_UNKNOWN = object()  # a View no pattern can stand for
 _start = _State()
 
 
