@@ -25,32 +25,39 @@ import numpy as np
 from . import config, context, refcount
 from .runtime import device
 
-_pools: dict = {}  # (shape, dtype) -> [array, ...]: results' memory, each alive while listed
+_pools: dict = {}  # (shape, dtype) -> _Pool
 _addresses: dict = {}  # id() of every pooled array -> its memory's address
-_cursor: dict = {}  # (shape, dtype) -> where the next look for a free array starts (freed oldest first)
 _PROBES = 8
 _held = 0  # bytes of all pooled arrays
 
 
-def _free(key: tuple):
-    """A pooled array of ``key`` (shape, dtype) nothing else refers to, or None (a few looked at, from where the
-    last look ended)."""
-    arrays = _pools.get(key)
-    if arrays is None:
-        return None
-    start = _cursor.get(key, 0)
-    for step in range(min(len(arrays), _PROBES)):  # a long trace holds many: look at a few, round the list
-        i = (start + step) % len(arrays)
+class _Pool:
+    """The pooled arrays of one shape and dtype (each alive while listed), their addresses, and where the next
+    look for a free one starts (arrays are freed oldest first)."""
+
+    __slots__ = ("arrays", "addresses", "cursor")
+
+    def __init__(self):
+        self.arrays, self.addresses, self.cursor = [], [], 0
+
+
+def _free(pool: _Pool) -> tuple | None:
+    """(array, address) of a pooled array nothing else refers to, or None (a few looked at, from where the last
+    look ended)."""
+    arrays, start = pool.arrays, pool.cursor
+    n = len(arrays)
+    for step in range(n if n < _PROBES else _PROBES):  # a long trace holds many: look at a few, round the list
+        i = (start + step) % n
         if not refcount.others(arrays, i):
-            _cursor[key] = i + 1
-            array = arrays[i]
-            device.forget(array)
+            pool.cursor = i + 1
+            address = pool.addresses[i]
+            if device._mirrors:
+                device.forget(address)
             failures = context.current().failures
             if failures:
-                address = _addresses[id(array)]
-                failures.clear(address, address + array.nbytes)
-            return array
-    _cursor[key] = start + _PROBES
+                failures.clear(address, address + arrays[i].nbytes)
+            return arrays[i], address
+    pool.cursor = start + _PROBES
     return None
 
 
@@ -63,21 +70,25 @@ def empty(shape: tuple, dtype: np.dtype, make_room=None) -> tuple:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if not isinstance(dtype, np.dtype):
         dtype = np.dtype(dtype)
-    key = (shape, dtype)
-    array = _free(key)
-    if array is not None:
-        return array, _addresses[id(array)]
+    pool = _pools.get((shape, dtype))
+    if pool is not None:
+        found = _free(pool)
+        if found is not None:
+            return found
     nbytes = math.prod(shape) * dtype.itemsize
     if not nbytes:
         return _unpooled(shape, dtype)
-    if _held + nbytes > config.POOL_BYTES.get() and make_room is not None and make_room():
-        array = _free(key)
-        if array is not None:
-            return array, _addresses[id(array)]
+    if _held + nbytes > config.POOL_BYTES.get() and make_room is not None and make_room() and pool is not None:
+        found = _free(pool)
+        if found is not None:
+            return found
     if _held + nbytes > config.POOL_BYTES.get():
         return _unpooled(shape, dtype)
     array, address = _unpooled(shape, dtype)
-    _pools.setdefault(key, []).append(array)
+    if pool is None:
+        pool = _pools[shape, dtype] = _Pool()
+    pool.arrays.append(array)
+    pool.addresses.append(address)
     _addresses[id(array)] = address
     _held += nbytes
     return array, address
@@ -97,15 +108,14 @@ def release() -> int:
     """Drop the pooled arrays nothing uses; returns the bytes given back."""
     global _held
     freed = 0
-    for key, arrays in list(_pools.items()):
-        keep = [arrays[i] for i in range(len(arrays)) if refcount.others(arrays, i)]
-        kept = {id(array) for array in keep}
-        for array in arrays:
-            if id(array) not in kept:
-                del _addresses[id(array)]
-                freed += array.nbytes
+    for key, pool in list(_pools.items()):
+        arrays = pool.arrays
+        keep = [i for i in range(len(arrays)) if refcount.others(arrays, i)]
+        for i in set(range(len(arrays))) - set(keep):
+            del _addresses[id(arrays[i])]
+            freed += arrays[i].nbytes
         if keep:
-            _pools[key] = keep
+            pool.arrays, pool.addresses, pool.cursor = [arrays[i] for i in keep], [pool.addresses[i] for i in keep], 0
         else:
             del _pools[key]
     _held -= freed

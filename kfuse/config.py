@@ -119,8 +119,20 @@ MAX_LOADED_KERNELS = Setting(
     "mappings).", False, int)
 TRANSFORMS = Setting("KFUSE_TRANSFORMS", "args,loops,restrict,memory",
                      "Comma-separated transforms applied to fused kernels, or 'none'.", True)
-POOL_BYTES = Setting("KFUSE_POOL_BYTES", str(1 << 30), "Bytes of memory kept for reuse by the results of array "
-                     "operations (kfuse/buffers.py); 0 turns the pool off.", False, int)
+def _pool_default() -> int:
+    """An eighth of the machine's memory, between 1 and 16 GiB: a pooled array nobody wrote has no pages, and a
+    loop of array statements over large arrays keeps a result per statement pending (NSTREAM over 2^22 doubles:
+    100 of 32 MiB), each beyond the pool costing an allocation and its release (20 us at that size)."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        memory = 8 << 30
+    return min(max(memory // 8, 1 << 30), 16 << 30)
+
+
+POOL_BYTES = Setting("KFUSE_POOL_BYTES", str(_pool_default()), "Bytes of memory kept for reuse by the results of "
+                     "array operations (kfuse/buffers.py; default an eighth of the machine's memory, 1 to 16 GiB); "
+                     "0 turns the pool off.", False, int)
 DUMP_DIR = Setting("KFUSE_DUMP_DIR", "", "Write the C++ of every kernel compiled or loaded into this folder.", False)
 DEBUG = Setting("KFUSE_DEBUG", "0", "Show kfuse's internal frames in errors and verify IR after each pass.", False,
                 _flag)

@@ -94,13 +94,12 @@ def _release(address: int, device_ptr: int) -> None:
         _lib().kfuse_device_free(ctypes.c_void_p(device_ptr))
 
 
-def forget(root: np.ndarray) -> None:
-    """``root``'s memory is handed out anew (kfuse/buffers.py): whatever its mirror held is stale; the host's
-    contents are the new owner's (undefined until written)."""
-    if _mirrors:
-        mirror = _mirrors.get(root.__array_interface__["data"][0])
-        if mirror is not None:
-            mirror.state = HOST
+def forget(address: int) -> None:
+    """The memory at ``address`` (a memory owner's) is handed out anew (kfuse/buffers.py): whatever its mirror held
+    is stale; the host's contents are the new owner's (undefined until written)."""
+    mirror = _mirrors.get(address)
+    if mirror is not None:
+        mirror.state = HOST
 
 
 def release_all() -> None:
