@@ -63,14 +63,17 @@ def memory_owner(array: np.ndarray) -> np.ndarray:
 
 
 def place(view: "View"):
-    """(the array owning ``view``'s memory, the byte offset of ``view`` in it), or False where that owner does not
-    own its memory (NumPy over a foreign buffer: another array may share it). Two Views with different owners
+    """(id of the array owning ``view``'s memory, the byte offset of ``view`` in it), or False where that owner does
+    not own its memory (NumPy over a foreign buffer: another array may share it). Two Views with different owners
     share no byte; with one owner, offsets, shapes and strides tell how they overlap (kfuse/ops/lazy.py keys
-    groups by this, so a program's new arrays of each run look up what the previous run's found)."""
+    groups by this, so a program's new arrays of each run look up what the previous run found). An id, not the
+    owner: the View keeps its owner alive through its array, and a second reference would count as someone
+    else holding the memory (kfuse/ops/stores.py)."""
     found = view._place
     if found is None:
         root = memory_owner(view._array)
-        found = view._place = False if root.base is not None else (root, view.ptr - root.__array_interface__["data"][0])
+        found = view._place = False if root.base is not None else \
+            (id(root), view.ptr - root.__array_interface__["data"][0])
     return found
 
 

@@ -451,3 +451,33 @@ def test_which_array_views_lie_in_is_part_of_what_is_looked_up():
         got = fused(lambda: np.asarray(program(p[0:32], (p if same else q)[1:33])).copy())
         (base_p if same else base_q)[1:33] = (base_p[0:32] + 1.0) * 2.0
         np.testing.assert_array_equal(got, base_p[0:32] * (base_p[0:32] + 3.0))
+
+
+def _fdtd(ex, ey, hz, steps: int):
+    """fdtd_2d's statements in array operations (examples/npbench/fdtd_2d_array.py): 2-D windows, statements
+    split where one reads neighbours of what another wrote, intermediates carried across the splits."""
+    for t in range(steps):
+        pk.fill(ey[0, :], float(t))
+        pk.subtract(ey[1:, :], pk.multiply(pk.subtract(hz[1:, :], hz[:-1, :]), 0.5), out=ey[1:, :])
+        pk.subtract(ex[:, 1:], pk.multiply(pk.subtract(hz[:, 1:], hz[:, :-1]), 0.5), out=ex[:, 1:])
+        pk.subtract(hz[:-1, :-1], pk.multiply(pk.subtract(pk.add(pk.subtract(ex[:-1, 1:], ex[:-1, :-1]),
+                                                                 ey[1:, :-1]), ey[:-1, :-1]), 0.7), out=hz[:-1, :-1])
+
+
+def test_looked_up_groups_store_exactly_what_analysed_groups_store(monkeypatch, fresh_stats):
+    """The lookups keep no reference of their own to a View's memory: a dropped result stays unstored."""
+    from kfuse.ops import lazy
+
+    def run() -> tuple:
+        pk.reset_stats()
+        views = [pk.array(arr(40 + k, 6 * 7).reshape(6, 7)) for k in range(3)]
+        fused(lambda: _fdtd(*views, 4))
+        return [np.asarray(v).copy() for v in views], pk.stats()["unstored_arrays"]
+
+    looked_up = run()
+    looked_up = run()  # (the second run finds the first one's sequences)
+    monkeypatch.setattr(lazy.Batch, "_pattern", lambda batch, step: None)  # every step analysed
+    analysed = run()
+    for got, want in zip(looked_up[0], analysed[0]):
+        np.testing.assert_array_equal(got, want)
+    assert looked_up[1] == analysed[1] > 0

@@ -154,11 +154,11 @@ class Batch:
             return _UNKNOWN
         owner, offset = where
         owners, new_owners = self.owners, numbered[1]
-        r = owners.get(id(owner))
+        r = owners.get(owner)
         if r is None:
-            r = new_owners.get(id(owner))
+            r = new_owners.get(owner)
             if r is None:
-                r = new_owners[id(owner)] = len(owners) + len(new_owners)
+                r = new_owners[owner] = len(owners) + len(new_owners)
         new_seen[id(view)] = len(seen) + len(new_seen)
         return r, offset, view.shape, view.strides, view.dtype
 
