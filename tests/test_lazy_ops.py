@@ -481,3 +481,21 @@ def test_looked_up_groups_store_exactly_what_analysed_groups_store(monkeypatch, 
     for got, want in zip(looked_up[0], analysed[0]):
         np.testing.assert_array_equal(got, want)
     assert looked_up[1] == analysed[1] > 0
+
+
+def test_the_table_of_sequences_starts_anew_when_full(monkeypatch):
+    from kfuse.ops import lazy
+    monkeypatch.setattr(lazy._State, "LIMIT", 8)
+    monkeypatch.setattr(lazy._State, "count", 0)
+
+    def program():
+        a = pk.array(arr(31, 60))
+        for i in range(12):  # a new window each time: new keys, new sequences
+            pk.multiply(pk.add(a[i:i + 20], 1.0), 0.5, out=a[i + 20:i + 40])
+        return a
+
+    want = arr(31, 60)
+    for i in range(12):
+        want[i + 20:i + 40] = (want[i:i + 20] + 1.0) * 0.5
+    np.testing.assert_array_equal(fused(program), want)
+    assert lazy._State.count <= 8
