@@ -63,17 +63,17 @@ def memory_owner(array: np.ndarray) -> np.ndarray:
 
 
 def place(view: "View"):
-    """(id of the array owning ``view``'s memory, the byte offset of ``view`` in it), or False where that owner does
-    not own its memory (NumPy over a foreign buffer: another array may share it). Two Views with different owners
-    share no byte; with one owner, offsets, shapes and strides tell how they overlap (kfuse/ops/lazy.py keys
-    groups by this, so a program's new arrays of each run look up what the previous run found). An id, not the
-    owner: the View keeps its owner alive through its array, and a second reference would count as someone
-    else holding the memory (kfuse/ops/stores.py)."""
+    """(id of the array owning ``view``'s memory, (the byte offset of ``view`` in it, shape, strides, dtype)), or
+    False where that owner does not own its memory (NumPy over a foreign buffer: another array may share it). Two
+    Views with different owners share no byte; with one owner, offsets, shapes and strides tell how they overlap
+    (kfuse/ops/lazy.py keys groups by this, so a program's new arrays of each run look up what the previous run
+    found). An id, not the owner: the View keeps its owner alive through its array, and a second reference would
+    count as someone else holding the memory (kfuse/ops/stores.py)."""
     found = view._place
     if found is None:
         root = memory_owner(view._array)
-        found = view._place = False if root.base is not None else \
-            (id(root), view.ptr - root.__array_interface__["data"][0])
+        found = view._place = False if root.base is not None else (
+            id(root), (view.ptr - root.__array_interface__["data"][0], view.shape, view.strides, view.dtype))
     return found
 
 

@@ -484,9 +484,9 @@ def test_looked_up_groups_store_exactly_what_analysed_groups_store(monkeypatch, 
 
 
 def test_the_table_of_sequences_starts_anew_when_full(monkeypatch):
-    from kfuse.ops import lazy
-    monkeypatch.setattr(lazy._State, "LIMIT", 8)
-    monkeypatch.setattr(lazy._State, "count", 0)
+    from kfuse.ops import recorded
+    monkeypatch.setattr(recorded._State, "LIMIT", 8)
+    monkeypatch.setattr(recorded._State, "count", 0)
 
     def program():
         a = pk.array(arr(31, 60))
@@ -498,4 +498,4 @@ def test_the_table_of_sequences_starts_anew_when_full(monkeypatch):
     for i in range(12):
         want[i + 20:i + 40] = (want[i:i + 20] + 1.0) * 0.5
     np.testing.assert_array_equal(fused(program), want)
-    assert lazy._State.count <= 8
+    assert recorded._State.count <= 8

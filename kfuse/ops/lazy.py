@@ -3,7 +3,8 @@
 Tracing each array operation as a kernel call costs it a binding, a trace entry and its share of the fuser's
 analysis: tens of microseconds, where NumPy takes one. With fusion on, an element-wise operation on plain Views
 is recorded here instead (a ``Step``: its workunit, its result View and its operands) and returns its result at
-once. The steps recorded form one open group (kfuse/ops/group.py), which one generated kernel computes
+once. The steps recorded form one open group (kfuse/ops/group.py; its analysis looked up per sequence of steps,
+kfuse/ops/recorded.py), which one generated kernel computes
 (kfuse/ops/expressions.py), storing only the results something else refers to (kfuse/ops/stores.py). A step
 that cannot join the group (another size, a View shifted against what the group writes, a step after a
 reduction) first runs it; so does anything else the runtime does (log a kernel call, let the host touch a View,
@@ -28,158 +29,23 @@ from ..dispatch import parallel_for, parallel_reduce, run_bound, run_now
 from ..future import Future
 from ..policies import MDRangePolicy
 from ..types import DType
-from ..views import View, escaped_any, place
+from ..views import View, escaped_any
 from . import _common, kernels, overlap, plans, stores  # _common imports this module: its names are read at call time
 from .group import Group, elements
+from .recorded import Recorded, Step, Summary, summary_of
 
 _MAX_STEPS = 256  # recorded steps that run without waiting for anything else
 _INT64 = (-2 ** 63, 2 ** 63 - 1)  # a larger Python int is refused by the kernel call: at the operation, not later
 _GRIDS: dict = {}  # shape -> the MDRangePolicy of a 2-D group's kernel
 
 
-class Step:
-    """One recorded operation; a whole-array reduction has no target and delivers ``future`` instead."""
-
-    __slots__ = ("wu", "target", "operands", "fresh", "future")
-
-    def __init__(self, wu, target: View | None, operands: tuple, fresh: bool = False, future: Future | None = None):
-        self.wu, self.target, self.operands, self.fresh, self.future = wu, target, operands, fresh, future
-
-
-class Batch:
-    """The open group, recorded since the runtime last ran anything (the runtime calls ``run`` before anything
-    else, kfuse/engine.py).
-
-    A loop body records the same steps over the same Views each time (``view[1:-1]`` is one View, views.py), so
-    where a step may join and what the group's kernel takes are looked up (``_State``), not worked out again
-    (``Group``): the analysis runs only the first time a sequence of steps is seen."""
-
-    def __init__(self):
-        self.steps: list = []
-        self.grids: list = []  # per step, whether it is 2-D: to replay the analysis (no Views kept: stores.py counts)
-        self.made: dict = {}  # id(View) -> the step whose new result it is
-        self.seen: dict = {}  # id(View) -> its number among the group's other Views (``_pattern``)
-        self.owners: dict = {}  # id(array owning memory) -> its number among those of the group's Views
-        self.numbered = ({}, {})  # the Views and owners the last pattern numbered first (kept if its step joins)
-        self.first_new = None  # uid of the group's first new result
-        self.state = _start  # None: a step was not one ``_State`` can stand for
-        self.group = None  # the analysis (Group), while one is kept
-
-    def join(self, step: Step, views: list, grid: bool) -> bool:
-        """Append ``step`` if one kernel can run it after the steps so far (else False, and nothing changes)."""
-        state, pattern = self.state, None
-        if state is not None:
-            pattern = self._pattern(step)
-            found = state.next.get(pattern) if pattern is not None else None
-            if found is _APART:
-                return False
-            if found is not None:
-                if self.group is not None:
-                    self.group.add(step, views, grid)
-                self._push(step, grid, found)
-                return True
-        group = self.analysed()
-        if self.steps and not group.takes(step, views, grid):
-            if pattern is not None and _State.room():
-                state.next[pattern] = _APART
-            return False
-        group.add(step, views, grid)
-        found = None
-        if pattern is not None and _State.room():
-            found = state.next[pattern] = _State()
-        self._push(step, grid, found)
-        return True
-
-    def _push(self, step: Step, grid: bool, state) -> None:
-        if step.fresh:
-            self.made[id(step.target)] = len(self.steps)
-            if self.first_new is None:
-                self.first_new = step.target.uid
-        if state is not None:
-            self.seen.update(self.numbered[0])
-            self.owners.update(self.numbered[1])
-        self.steps.append(step)
-        self.grids.append(grid)
-        self.state = state
-
-    def _pattern(self, step: Step):
-        """What the analysis of ``step`` depends on, given the steps so far: its workunit, and per operand and
-        target a result of this group by its step, a View seen in the group by its number, a new one by where
-        it lies (``_where``), or a scalar; a new target by its dtype. None where a View newer than the group's
-        first result takes part (it may lie in that result's memory, which a later run of the same steps does
-        not share) or one whose memory's owner does not own it."""
-        numbered = self.numbered = ({}, {})
-        target = step.target
-        if target is None:
-            code = None
-        elif id(target) in self.made:
-            code = -1 - self.made[id(target)]
-        elif step.fresh:
-            code = target.dtype
-        else:
-            code = self._where(target, numbered)
-            if code is _UNKNOWN:
-                return None
-        codes = [step.wu, code]
-        for x in step.operands:
-            if type(x) is View:
-                code = self._where(x, numbered)
-                if code is _UNKNOWN:
-                    return None
-                codes.append(code)
-            else:
-                codes.append(None)
-        return tuple(codes)
-
-    def _where(self, view: View, numbered: tuple):
-        """``view``'s part of a pattern: -1 - k for step k's new result; its number if the group has it already;
-        else (its owner's number in the group, its offset there, shape, strides, dtype), which fix how it
-        overlaps every other View of the group (Views of different owners share no byte), the group's new
-        results excepted (none reaches a View older than the first of them). ``numbered``: the Views and owners
-        this step numbers first."""
-        k = self.made.get(id(view))
-        if k is not None:
-            return -1 - k
-        newest = self.first_new
-        if newest is not None and view.uid > newest:
-            return _UNKNOWN
-        seen, new_seen = self.seen, numbered[0]
-        n = seen.get(id(view))
-        if n is None:
-            n = new_seen.get(id(view))
-        if n is not None:
-            return n
-        where = place(view)
-        if where is False:
-            return _UNKNOWN
-        owner, offset = where
-        owners, new_owners = self.owners, numbered[1]
-        r = owners.get(owner)
-        if r is None:
-            r = new_owners.get(owner)
-            if r is None:
-                r = new_owners[owner] = len(owners) + len(new_owners)
-        new_seen[id(view)] = len(seen) + len(new_seen)
-        return r, offset, view.shape, view.strides, view.dtype
-
-    def analysed(self) -> Group:
-        """The group's analysis, made by replaying the steps if none is kept."""
-        if self.group is None:
-            self.group = Group()
-            for step, grid in zip(self.steps, self.grids):
-                self.group.add(step, [x for x in step.operands if type(x) is View], grid)
-        return self.group
+class Batch(Recorded):
+    """The open group (the runtime calls ``run`` before anything else, kfuse/engine.py)."""
 
     def run(self, now: bool = False) -> None:
         """Run the group as one kernel call; ``now``: at once (the caller knows nothing else is pending)."""
         start = time.perf_counter()
-        state = self.state
-        if state is None:
-            summary = _summary(self.group)
-        else:
-            summary = state.summary
-            if summary is None:  # (made once per state a group runs at)
-                summary = state.summary = _summary(self.analysed())
+        summary = self.summary()
         stored = stores.stored(self.steps, summary)
         unstored = len(stored) - stored.count(True)
         counters.bump("unstored_arrays", unstored)
@@ -190,61 +56,6 @@ class Batch:
             counters.bump("flushes")
             explain.record_operations(context.current(), summary.names, summary.groups,
                                       {0: unstored} if unstored else {}, seconds)
-
-
-class Summary:
-    """What running a group needs of its analysis (kfuse/ops/group.py): its form and whether it is 2-D (which
-    with the store pattern pick the plan, kfuse/ops/plans.py), where its inputs and scalars are among the steps'
-    operands ((step, position) per number), and per step the references to its target among the steps'
-    operands and the steps writing that target (kfuse/ops/stores.py); for explain(), the steps' names and their
-    one group (lists shared by the records of every run of these steps: records are read, never changed)."""
-
-    __slots__ = ("form", "grid", "inputs", "scalars", "held", "written", "names", "groups")
-
-    def __init__(self, form, grid: bool, inputs: tuple, scalars: tuple, held: tuple, written: tuple, names: list):
-        self.form, self.grid, self.inputs, self.scalars, self.held, self.written = \
-            form, grid, inputs, scalars, held, written
-        self.names, self.groups = names, [list(range(len(names)))]
-
-
-def _summary(group: Group) -> Summary:
-    targets = [step.target for step in group.steps]
-    scalars = [None] * len(group.scalars)
-    for k, codes in enumerate(group.codes):
-        for position, (kind, n) in enumerate(codes):
-            if kind == "s":
-                scalars[n] = (k, position)
-    return Summary(group.form, group.grid, tuple(group.inputs), tuple(scalars),
-                   tuple(0 if t is None else group.held.get(id(t), 0) for t in targets),
-                   tuple(0 if t is None else group.targets[id(t)] for t in targets),
-                   [step.wu.__name__ for step in group.steps])
-
-
-class _State:
-    """A sequence of steps seen before: its ``Summary`` (once a group of these steps has run), and per next
-    step's pattern (``Batch._pattern``) the state it leads to, or ``_APART`` where that step cannot join."""
-
-    __slots__ = ("summary", "next")
-    count = 0  # states made since the table was last started anew
-    LIMIT = 1 << 12  # Views' uids never recur, so patterns of dropped Views pile up: start anew past this
-
-    def __init__(self):
-        self.summary, self.next = None, {}
-        _State.count += 1
-
-    @staticmethod
-    def room() -> bool:
-        global _start
-        if _State.count >= _State.LIMIT:
-            _State.count = 0
-            _start = _State()
-            return False
-        return True
-
-
-_APART = object()
-_UNKNOWN = object()  # a View no pattern can stand for
-_start = _State()
 
 
 class _Mode:
@@ -358,7 +169,7 @@ def _alone(step: Step, grid: bool, mode: _Mode) -> None:
         return
     single = Group()
     single.add(step, [x for x in step.operands if type(x) is View], True)
-    _launch(single.steps, _summary(single), [True], mode, lambda: single)
+    _launch(single.steps, summary_of(single), [True], mode, lambda: single)
 
 
 def _grid(shape: tuple) -> MDRangePolicy:
