@@ -66,7 +66,7 @@ def place(view: "View"):
     """(id of the array owning ``view``'s memory, (the byte offset of ``view`` in it, shape, strides, dtype)), or
     False where that owner does not own its memory (NumPy over a foreign buffer: another array may share it). Two
     Views with different owners share no byte; with one owner, offsets, shapes and strides tell how they overlap
-    (kfuse/ops/lazy.py keys groups by this, so a program's new arrays of each run look up what the previous run
+    (kfuse/ops/recorded.py keys groups by this, so a program's new arrays of each run look up what the previous run
     found). An id, not the owner: the View keeps its owner alive through its array, and a second reference would
     count as someone else holding the memory (kfuse/ops/stores.py)."""
     found = view._place

@@ -188,7 +188,7 @@ def summary_of(group: Group) -> Summary:
 
 class _State:
     """A sequence of steps seen before: its ``Summary`` (once a group of these steps has run), and per next
-    step's pattern (``Batch._pattern``) the state it leads to, or ``_APART`` where that step cannot join."""
+    step's pattern (``Recorded._pattern``) the state it leads to, or ``_APART`` where that step cannot join."""
 
     __slots__ = ("summary", "next")
     count = 0  # states made since the table was last started anew
