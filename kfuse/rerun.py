@@ -319,9 +319,11 @@ class Rerun:
         if not matched or len(survivors) != len(alive):  # else self.alive stands
             self.alive = survivors
         step = first.template.steps[matched]
-        if views.constant and step.host:
+        if views.constant:  # each template numbers its own slots
             for match in survivors:
-                views.touched([match.filled[slot] for _, slot in step.positions])
+                own = match.template.steps[matched]
+                if own.host:
+                    views.touched([match.filled[slot] for _, slot in own.positions])
         self.matched = matched + 1
         rt.counts["ops_traced"] += 1
         if op == "for":

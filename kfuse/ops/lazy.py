@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 
 from .. import context, counters, escape, guard, views
-from ..calls import bind
+from ..calls import bind, runs_off_gpu
 from ..pipeline import kernel_of
 from ..runtime.launch import policy_slots
 from ..fuser import explain
@@ -196,10 +196,11 @@ def _call_one(step: Step, mode: _Mode) -> None:
 def _at_once(plan: plans.Plan, op: str, policy, values: list):
     """Run a plan's kernel now. While the backend, the default space and the arguments' signatures are those of
     its last call, through that call's binding: ``calls.bind`` would find the same one, looking each up again
-    (microseconds per group, and loops run thousands)."""
+    (microseconds per group, and loops run thousands). Not where ``bind`` would also drop known contents of the
+    Views (``views.constant``, for a kernel that runs off the GPU)."""
     rt, known = context.current(), plan.binding
-    if known is not None and known[0] is rt.backend and known[1] is rt.default_space and not views.constant \
-            and not guard.forked_after_start:
+    if known is not None and known[0] is rt.backend and known[1] is rt.default_space and \
+            not (known[3] and views.constant) and not guard.forked_after_start:
         binding = known[2]
         if binding.sigs == [v.sig if type(v) is View else type(v) for v in values]:
             prepared = binding.prepared
@@ -209,7 +210,7 @@ def _at_once(plan: plans.Plan, op: str, policy, values: list):
             return results[0] if results else None
     binding, bound, given = bind(plan.wu, op, policy, (), dict(zip(plan.names, values)), rt.backend)
     if binding.direct and not binding.scratch and all(a is b for a, b in zip(given, values)):
-        plan.binding = (rt.backend, rt.default_space, binding)
+        plan.binding = (rt.backend, rt.default_space, binding, runs_off_gpu(rt.backend, rt.default_space.value))
     return run_bound(rt, binding, bound, given)
 
 

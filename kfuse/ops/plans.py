@@ -25,7 +25,8 @@ class Plan:
     def __init__(self, alone=(), wu=None, outputs=(), inputs=(), scalars=(), last=None, fused=False, names=None):
         self.wu, self.alone, self.outputs, self.inputs, self.scalars = wu, alone, outputs, inputs, scalars
         self.last, self.fused = last, fused
-        self.binding = None  # (backend, default space, calls._Binding) of its last call run at once (kfuse/ops/lazy.py)
+        self.binding = None  # (backend, default space, calls._Binding, runs off the GPU) of its last call run at once
+        # (kfuse/ops/lazy.py)
         self.names = names or (*(f"o{n}" for n in range(len(outputs))), *(f"v{n}" for n in range(len(inputs))),
                                *(f"s{n}" for n in range(len(scalars))))
 
