@@ -8,6 +8,7 @@ every result and array. :mod:`kfuse.check.oracle` compares the events of two run
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ import numpy as np
 
 import kfuse as pk
 
-from .. import config
+from .. import config, views
 from . import arrays as fixture
 from .faults import failing_compiles
 from .host import READS, USES, WRITES
@@ -32,7 +33,9 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True)
 class Mode:
-    """``profit``, ``trials``: KFUSE_PROFIT and KFUSE_PROFIT_TRIALS for the run (None: as the environment says)."""
+    """``profit``, ``trials``: KFUSE_PROFIT and KFUSE_PROFIT_TRIALS for the run (None: as the environment says).
+    ``known_contents``: memory whose contents kfuse knows exists during the run, as in a GPU program (new arrays
+    filled on the device, ``views.constant``), so the paths that drop that knowledge run on the host too."""
 
     name: str
     trace: bool = False
@@ -40,6 +43,7 @@ class Mode:
     max_trace: int | None = None
     profit: str | None = None
     trials: int | None = None
+    known_contents: bool = False
 
 
 EAGER = Mode("eager")
@@ -47,8 +51,8 @@ TRACED = Mode("traced", trace=True)
 FUSED = Mode("fused", trace=True, fuse=True, profit="off")  # every group the fuser forms runs fused
 # A case whose steps repeat: occurrence 1 of a group runs fused, occurrence 2 apart, then the faster way (the
 # worker's runtime keeps decisions from case to case, so later cases also run decided groups).
-TWICE = Mode("fused, each program twice in a row, KFUSE_PROFIT=measure", trace=True, fuse=True, profit="measure",
-             trials=1)
+TWICE = Mode("fused, each program twice in a row, KFUSE_PROFIT=measure, contents known", trace=True, fuse=True,
+             profit="measure", trials=1, known_contents=True)
 
 
 def modes_for(case: Case) -> list:
@@ -205,6 +209,18 @@ def _in_threads(states: list, programs: tuple) -> list:
     return events
 
 
+@contextlib.contextmanager
+def _contents_known(known: bool):
+    """A live array of known contents for the duration (``Mode.known_contents``)."""
+    kept = np.zeros(8)
+    if known:
+        views.mark_constant(kept)
+    try:
+        yield
+    finally:
+        views.take_constant(kept)
+
+
 def run(case: Case, mode: Mode = EAGER) -> Run:
     """Run ``case`` in ``mode`` (eager runs a multi-thread case's programs one after the other)."""
     for steps in case.threads:
@@ -212,7 +228,8 @@ def run(case: Case, mode: Mode = EAGER) -> Run:
     if pk.fusion_enabled():
         raise RuntimeError("kfuse.check runs need tracing off at the start (is KFUSE_FUSION=1 set?)")
     with failing_compiles(), config.overridden(config.MAX_TRACE, mode.max_trace), \
-            config.overridden(config.PROFIT, mode.profit), config.overridden(config.PROFIT_TRIALS, mode.trials):
+            config.overridden(config.PROFIT, mode.profit), config.overridden(config.PROFIT_TRIALS, mode.trials), \
+            _contents_known(mode.known_contents):
         states = [_State() for _ in case.threads]
         if mode.trace:
             pk.enable_fusion(trace_only=not mode.fuse)
