@@ -32,13 +32,13 @@ _held = 0  # bytes of all pooled arrays
 
 
 class _Pool:
-    """The pooled arrays of one shape and dtype (each alive while listed), their addresses, and where the next
-    look for a free one starts (arrays are freed oldest first)."""
+    """The pooled arrays of one shape and dtype (each alive while listed), and where the next look for a free one
+    starts (arrays are freed oldest first)."""
 
-    __slots__ = ("arrays", "addresses", "cursor")
+    __slots__ = ("arrays", "cursor")
 
     def __init__(self):
-        self.arrays, self.addresses, self.cursor = [], [], 0
+        self.arrays, self.cursor = [], 0
 
 
 def _free(pool: _Pool) -> tuple | None:
@@ -50,9 +50,8 @@ def _free(pool: _Pool) -> tuple | None:
         i = (start + step) % n
         if not refcount.others(arrays, i):
             pool.cursor = i + 1
-            address = pool.addresses[i]
-            if device._mirrors:
-                device.forget(address)
+            address = _addresses[id(arrays[i])]
+            device.forget(address)
             failures = context.current().failures
             if failures:
                 failures.clear(address, address + arrays[i].nbytes)
@@ -88,7 +87,6 @@ def empty(shape: tuple, dtype: np.dtype, make_room=None) -> tuple:
     if pool is None:
         pool = _pools[shape, dtype] = _Pool()
     pool.arrays.append(array)
-    pool.addresses.append(address)
     _addresses[id(array)] = address
     _held += nbytes
     return array, address
@@ -115,7 +113,7 @@ def release() -> int:
             del _addresses[id(arrays[i])]
             freed += arrays[i].nbytes
         if keep:
-            pool.arrays, pool.addresses, pool.cursor = [arrays[i] for i in keep], [pool.addresses[i] for i in keep], 0
+            pool.arrays, pool.cursor = [arrays[i] for i in keep], 0
         else:
             del _pools[key]
     _held -= freed

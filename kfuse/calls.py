@@ -233,7 +233,7 @@ _DEBUG_SPACE = spaces.ExecutionSpace.Debug  # a global: an Enum's attribute cost
 _ranges: dict = {}  # int thread count -> its RangePolicy, reused: policies are frozen values
 
 
-def _policy(policy):
+def policy_of(policy):
     """``policies.normalize`` without building a new RangePolicy for every ``parallel_for(n, ...)``."""
     if type(policy) is int:
         found = _ranges.get(policy)
@@ -347,7 +347,7 @@ def bind(wu, op: str, policy, positional: tuple, kwargs: dict, backend):
         if callable(wu):
             raise ArgumentError(f"{getattr(wu, '__name__', wu)!r} is not a workunit; decorate it with @pk.workunit")
         raise ArgumentError(f"expected a workunit, got {wu!r}")
-    policy = _policy(policy)
+    policy = policy_of(policy)
     space = spaces.resolve(policy.space)
     plans = wu.__dict__.get("_kfuse_plans")
     if plans is None:

@@ -119,6 +119,8 @@ MAX_LOADED_KERNELS = Setting(
     "mappings).", False, int)
 TRANSFORMS = Setting("KFUSE_TRANSFORMS", "args,loops,restrict,memory",
                      "Comma-separated transforms applied to fused kernels, or 'none'.", True)
+
+
 def _pool_default() -> int:
     """An eighth of the machine's memory, between 1 and 16 GiB: a pooled array nobody wrote has no pages, and a
     loop of array statements over large arrays keeps a result per statement pending (NSTREAM over 2^22 doubles:

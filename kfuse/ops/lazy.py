@@ -20,9 +20,7 @@ from __future__ import annotations
 import time
 
 from .. import context, counters, escape, guard, views
-from ..calls import bind, runs_off_gpu
-from ..pipeline import kernel_of
-from ..runtime.launch import policy_slots
+from ..calls import bind, policy_of, runs_off_gpu
 from ..fuser import explain
 from ..tracer.failures import is_fault
 from ..dispatch import parallel_for, parallel_reduce, run_bound, run_now
@@ -193,23 +191,19 @@ def _call_one(step: Step, mode: _Mode) -> None:
                                       plan))
 
 
-def _at_once(plan: plans.Plan, op: str, policy, values: list):
-    """Run a plan's kernel now. While the backend, the default space and the arguments' signatures are those of
-    its last call, through that call's binding: ``calls.bind`` would find the same one, looking each up again
-    (microseconds per group, and loops run thousands). Not where ``bind`` would also drop known contents of the
-    Views (``views.constant``, for a kernel that runs off the GPU)."""
+def _at_once(plan: plans.Plan, op: str, policy, args: dict):
+    """Run a plan's kernel now (``args`` in the order of ``plan.names``). While the backend, the default space and
+    the arguments' signatures are those of its last call, through that call's binding: ``calls.bind`` would find
+    the same one, looking each up again (microseconds per group, and loops run thousands). Not where ``bind``
+    would also drop known contents of the Views (``views.constant``, for a kernel that runs off the GPU)."""
     rt, known = context.current(), plan.binding
     if known is not None and known[0] is rt.backend and known[1] is rt.default_space and \
             not (known[3] and views.constant) and not guard.forked_after_start:
-        binding = known[2]
-        if binding.sigs == [v.sig if type(v) is View else type(v) for v in values]:
-            prepared = binding.prepared
-            prepared.backend.enter_thread()
-            results = (prepared.kernel or kernel_of(prepared)).launch(
-                (0, policy) if type(policy) is int else policy_slots(policy), binding.args(values))
-            return results[0] if results else None
-    binding, bound, given = bind(plan.wu, op, policy, (), dict(zip(plan.names, values)), rt.backend)
-    if binding.direct and not binding.scratch and all(a is b for a, b in zip(given, values)):
+        values = list(args.values())
+        if known[2].sigs == [v.sig if type(v) is View else type(v) for v in values]:
+            return run_bound(rt, known[2], policy_of(policy), values)
+    binding, bound, given = bind(plan.wu, op, policy, (), args, rt.backend)
+    if binding.direct and not binding.scratch and all(a is b for a, b in zip(given, args.values())):
         plan.binding = (rt.backend, rt.default_space, binding, runs_off_gpu(rt.backend, rt.default_space.value))
     return run_bound(rt, binding, bound, given)
 
@@ -218,7 +212,7 @@ def _kernel(op: str, policy, wu, args: dict, mode: _Mode, plan: plans.Plan | Non
     """One kernel call (of ``plan``'s kernel if given): run at once while ``mode`` says so, else logged."""
     if mode.now:
         try:
-            return run_now(op, policy, wu, args) if plan is None else _at_once(plan, op, policy, list(args.values()))
+            return run_now(op, policy, wu, args) if plan is None else _at_once(plan, op, policy, args)
         except Exception as exc:
             if is_fault(exc):
                 raise

@@ -11,7 +11,7 @@ from .. import buffers, refcount
 
 
 def stored(steps: list, summary) -> list:
-    """Per step (of a group, kfuse/ops/group.py, with its ``summary``, kfuse/ops/lazy.py), whether its result must
+    """Per step (of a group, kfuse/ops/group.py, with its ``summary``, kfuse/ops/recorded.py), whether its result must
     reach memory: something besides the group refers to its View or the View's memory, or another step writes
     that View too (an ``out=`` accumulator). Of the others, False for those a step reads, None for those nobody
     reads. Reductions: True."""

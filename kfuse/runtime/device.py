@@ -97,9 +97,10 @@ def _release(address: int, device_ptr: int) -> None:
 def forget(address: int) -> None:
     """The memory at ``address`` (a memory owner's) is handed out anew (kfuse/buffers.py): whatever its mirror held
     is stale; the host's contents are the new owner's (undefined until written)."""
-    mirror = _mirrors.get(address)
-    if mirror is not None:
-        mirror.state = HOST
+    if _mirrors:
+        mirror = _mirrors.get(address)
+        if mirror is not None:
+            mirror.state = HOST
 
 
 def release_all() -> None:
