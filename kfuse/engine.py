@@ -73,9 +73,10 @@ class Runtime:
         self.streaks = self._streak_sets.setdefault(chosen, {})
 
     def nothing_pending(self) -> bool:
-        """No trace entry, recorded array operation or call matched by a rerun, and fusion (not tracing alone) on:
-        a call of a kernel not worth tracing may run at once (kfuse/untraced.py)."""
-        return not (self.logged.entries or self.batch is not None or self.rerun.matched) and self.fuse
+        """No trace entry, recorded array operation, call matched by a rerun or failure standing (a call may read
+        what one lost: traced, it is poisoned and reports at the read), and fusion (not tracing alone) on: a call
+        of a kernel not worth tracing may run at once (kfuse/untraced.py)."""
+        return not (self.logged.entries or self.batch is not None or self.rerun.matched or self.failures) and self.fuse
 
     @property
     def trace(self) -> Trace:

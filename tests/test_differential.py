@@ -127,6 +127,15 @@ def test_hand_written_case_agrees_with_eager(name):
     assert_case_agrees(CASES[name])
 
 
+def test_a_sum_of_array_operations_after_a_failed_call_reports_it_after_its_kernel_ran_untraced():
+    """Fuzzer seed 2648, case 1268, shrunk: once ops_sum's kernel ran untraced (kfuse/untraced.py), a failure
+    standing made the group's call raise inside the batch's run, leaving the program's Future without a value or a
+    failure; while a failure stands, calls now go through the trace, which reports it where the result is read."""
+    case = Case.of([Call("ops_sum", ("lo", "lo"), -1.25), Call("broken", ("c", "a")), Fence()])
+    for _ in range(3):  # the first check's runs start the kernel's streak
+        assert_case_agrees(case)
+
+
 @pytest.mark.parametrize("name", sorted(THREAD_CASES))
 def test_threads_agree_with_eager(name):
     for _ in range(3):  # interleavings differ from run to run
