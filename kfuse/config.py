@@ -135,6 +135,10 @@ def _pool_default() -> int:
 POOL_BYTES = Setting("KFUSE_POOL_BYTES", str(_pool_default()), "Bytes of memory kept for reuse by the results of "
                      "array operations (kfuse/buffers.py; default an eighth of the machine's memory, 1 to 16 GiB); "
                      "0 turns the pool off.", False, int)
+HOST_ELEMENTS = Setting("KFUSE_HOST_ELEMENTS", "4096", "Element-wise array operations of at most this many result "
+                        "elements, exact in NumPy (+ - * / sqrt, comparisons, logical, copies, fills), run at once "
+                        "by NumPy on the host when the default space is a host one and nothing is pending "
+                        "(kfuse/ops/on_host.py); 0 sends every operation to its kernel.", False, int)
 DUMP_DIR = Setting("KFUSE_DUMP_DIR", "", "Write the C++ of every kernel compiled or loaded into this folder.", False)
 DEBUG = Setting("KFUSE_DEBUG", "0", "Show kfuse's internal frames in errors and verify IR after each pass.", False,
                 _flag)

@@ -24,12 +24,14 @@ def kfuse_runtime(request, monkeypatch):
     default transforms and space, whatever the environment says), installed as the process's so threads the
     test starts use it too. Tests turn fusion on themselves; what they leave pending goes with their runtime.
     Every group the fuser forms runs fused (KFUSE_PROFIT=off): tests of fusion ask for what the fuser does,
-    and tests/test_profitability.py sets the profitability modes it tests."""
+    and tests/test_profitability.py sets the profitability modes it tests. Every array operation goes to its
+    kernel (KFUSE_HOST_ELEMENTS=0): tests/test_on_host.py tests the small ones NumPy does on the host."""
     from kfuse import backends, context, engine
 
     for name in ("KFUSE_FUSION", "KFUSE_MAX_TRACE", "KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS", "KFUSE_PROFIT_TRIALS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KFUSE_PROFIT", "off")
+    monkeypatch.setenv("KFUSE_HOST_ELEMENTS", "0")
     marker = request.node.get_closest_marker("backend")
     with context.installed(engine.Runtime(backend=backends.named(marker.args[0] if marker else "kokkos"))) as runtime:
         yield runtime  # (the python and null backends run a GPU default space on the host: engine.Runtime)

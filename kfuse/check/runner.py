@@ -35,7 +35,10 @@ class Unavailable(Exception):
 class Mode:
     """``profit``, ``trials``: KFUSE_PROFIT and KFUSE_PROFIT_TRIALS for the run (None: as the environment says).
     ``known_contents``: memory whose contents kfuse knows exists during the run, as in a GPU program (new arrays
-    filled on the device, ``views.constant``), so the paths that drop that knowledge run on the host too."""
+    filled on the device, ``views.constant``), so the paths that drop that knowledge run on the host too.
+    ``host_elements``: KFUSE_HOST_ELEMENTS (None: as the environment says); eager runs every array operation
+    through its kernel, so the other modes' small operations done by NumPy (kfuse/ops/on_host.py) are checked
+    against the kernels bit for bit."""
 
     name: str
     trace: bool = False
@@ -44,9 +47,10 @@ class Mode:
     profit: str | None = None
     trials: int | None = None
     known_contents: bool = False
+    host_elements: int | None = None
 
 
-EAGER = Mode("eager")
+EAGER = Mode("eager", host_elements=0)
 TRACED = Mode("traced", trace=True)
 FUSED = Mode("fused", trace=True, fuse=True, profit="off")  # every group the fuser forms runs fused
 # A case whose steps repeat: occurrence 1 of a group runs fused, occurrence 2 apart, then the faster way (the
@@ -229,7 +233,7 @@ def run(case: Case, mode: Mode = EAGER) -> Run:
         raise RuntimeError("kfuse.check runs need tracing off at the start (is KFUSE_FUSION=1 set?)")
     with failing_compiles(), config.overridden(config.MAX_TRACE, mode.max_trace), \
             config.overridden(config.PROFIT, mode.profit), config.overridden(config.PROFIT_TRIALS, mode.trials), \
-            _contents_known(mode.known_contents):
+            config.overridden(config.HOST_ELEMENTS, mode.host_elements), _contents_known(mode.known_contents):
         states = [_State() for _ in case.threads]
         if mode.trace:
             pk.enable_fusion(trace_only=not mode.fuse)

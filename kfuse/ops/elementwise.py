@@ -17,7 +17,7 @@ import numpy as np
 from ..future import Future
 from ..types import DType, dtype_of
 from ..views import View
-from . import kernels as k, lazy
+from . import kernels as k, lazy, on_host
 from .. import kernel_api
 from . import _common as _ufunc_common
 from ._common import (as_view, broadcast, elementwise, is_array, kernel_scalar, operand, output,
@@ -74,6 +74,10 @@ def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
     """One element-wise binary operation. ``ufunc`` is NumPy's, whose result dtype (NumPy's promotion) is used
     unless ``dtype`` fixes it. ``sv`` runs scalar op View; None with ``swap`` None means commutative (run as View
     op scalar); ``swap`` is the mirrored View-op-scalar kernel (``s < b`` as ``b > s``)."""
+    if dtype is None:
+        small = on_host.binary(vv, a, b, out)
+        if small is not None:
+            return small
     key = (vv, dtype, _signature(a), _signature(b), None if out is None else _signature(out))
     plan = _PLANS.get(key)
     if plan is None and key not in _PLANS:

@@ -28,7 +28,7 @@ from ..future import Future
 from ..policies import MDRangePolicy
 from ..types import DType
 from ..views import View, escaped_any
-from . import _common, kernels, overlap, plans, stores  # _common imports this module: its names are read at call time
+from . import _common, kernels, on_host, overlap, plans, stores  # _common imports this module: its names are read at call time
 from .group import Group, elements
 from .recorded import Recorded, Step, Summary, summary_of
 
@@ -69,7 +69,10 @@ def run(wu, target: View, operands: tuple, fresh: bool) -> View:
     """``target[i] = wu(operands...)`` for every element (operands per workunit parameter after ``out``: Views of
     ``target``'s size, contiguous or of rank 1 or 2, of its shape where one is strided 2-D, which needs an
     inlinable ``wu`` (expressions.template); or kernel scalars); ``fresh``: ``target`` is new memory no NumPy
-    array reaches. Recorded with fusion on, else run as one kernel call."""
+    array reaches. Small and exact in NumPy: computed now on the host (kfuse/ops/on_host.py); else recorded with
+    fusion on, or run as one kernel call."""
+    if on_host.ran(wu, target, operands):
+        return target
     views, grid, wide = [], target.ndim == 2 and target.storage != "right", False
     for x in operands:  # (one loop: this runs per operation)
         if type(x) is View:
