@@ -501,6 +501,8 @@ def copyto(viewA, viewB, casting="same_kind"):
         raise ValueError(f"copyto: viewB of shape {src.shape} cannot be broadcast to viewA's shape {viewA.shape}")
     if src.shape != viewA.shape:
         src = _ufunc_common._repeated(src, viewA.shape)
+    elif on_host.ran(k.copy_k, viewA, (src,)):
+        return None
     copy(src, out=viewA)
     return None
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import spaces
 from ..policies import MDRangePolicy
 from ..dispatch import parallel_for, parallel_reduce
 from ..views import View, host_barrier, overlaps
 from . import kernels as k
-from ._common import as_view, contiguous, flat, is_array, output, result_dtype, transposed
+from ._common import as_view, contiguous, flat, for_gpu, is_array, new_view, output, result_dtype, transposed
 from .elementwise import _in_double, multiply
 
 
@@ -33,7 +32,7 @@ def _no_overlap(out, *inputs) -> None:
 
 def _blas_applies(dtype: np.dtype) -> bool:
     """Whether a product of this result dtype is NumPy's: floats, when kernels run on the host."""
-    return dtype.kind == "f" and not spaces.on_device(spaces.resolve(None).value)
+    return dtype.kind == "f" and not for_gpu()
 
 
 def _host_array(v: View) -> np.ndarray:
@@ -51,9 +50,11 @@ def _blas(a: View, b: View, out, dtype: np.dtype):
     x, y = _host_array(a), _host_array(b)
     if x.ndim == 1 and y.ndim == 1:
         return float(np.dot(x, y))
+    if out is None:  # into a result from the pool (no page faults; a loop of products reuses its memory)
+        target = new_view(x.shape[:-1] + y.shape[1:], dtype)
+        np.matmul(x, y, out=target._array)
+        return target
     result = np.matmul(x, y)
-    if out is None:
-        return View.wrap(result)
     target = output(out, result.shape, dtype)
     host_barrier(target, True, True)
     target._array[...] = result
@@ -78,7 +79,7 @@ def matmul(a, b, out=None):
     if a.ndim not in (1, 2) or b.ndim not in (1, 2):
         raise ValueError("matmul takes 1-D and 2-D arrays")
     a, b = _in_double(a, b), _in_double(b, a)  # float32 with integers: NumPy computes in double
-    dtype = result_dtype(a, b)
+    dtype = a.dtype.np if a.dtype is b.dtype else result_dtype(a, b)
     if a.ndim == 1 and b.ndim == 1:
         if a.shape[0] != b.shape[0]:
             raise ValueError(f"dot: lengths {a.shape[0]} and {b.shape[0]} differ")

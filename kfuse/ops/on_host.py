@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import config, context, guard, views
 from ..future import Future
+from ..runtime import device
 from ..types import DType
 from ..views import View
 from . import _common, kernels as k
@@ -124,12 +125,13 @@ def _run(function, kind: str, arrays: list, operands: tuple, target: View) -> bo
     with guard.lock:
         if rt.logged.entries or rt.batch is not None or rt.rerun.matched or rt.failures:
             return False
-        if views.constant:  # the host writes this memory: contents kfuse knew are gone
-            views.touched((target,))
-        for x in operands:
-            if type(x) is View:
-                rt.backend.host_access(x, False)
-        rt.backend.host_access(target, True)
+        if device.keeps_state():  # (else the accesses below have nothing to do: a microsecond per operation)
+            if views.constant:  # the host writes this memory: contents kfuse knew are gone
+                views.touched((target,))
+            for x in operands:
+                if type(x) is View:
+                    rt.backend.host_access(x, False)
+            rt.backend.host_access(target, True)
         if _extobj_contextvar is None:
             with np.errstate(all="ignore"):
                 _compute(function, kind, arrays, target._array)

@@ -223,6 +223,11 @@ def _existing(view) -> Mirror | None:
     return _mirrors.get(memory_owner(view._array).__array_interface__["data"][0])
 
 
+def keeps_state() -> bool:
+    """Whether a host access may have something to do: a mirror, memory of undefined or known contents."""
+    return bool(_mirrors or _undefined or views.constant)
+
+
 def host_access(view, write: bool, overwrite: bool = False) -> None:
     """Barrier for host access: fetch device-newer data (not when the host ``overwrite``s every byte of the
     mirror); a host write makes the device copy stale."""
