@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from .errors import public_error
+from .errors import InternalError, public_error
 from .types import DType
 
 _UNSET = object()
@@ -61,6 +61,9 @@ class Future:
                 if self.failure is not None:
                     site = getattr(self.call, "site", "") or "<unknown>"
                     raise self.failure.deferred(f"the result of the call at {site}")
+                if self._value is _UNSET:  # never a made-up value: a delivery path kfuse forgot is its bug
+                    site = getattr(self.call, "site", "") or "<unknown>"
+                    raise InternalError(f"the result of the call at {site} was never delivered")
             except Exception as exc:
                 raise public_error(exc)
         return self._value

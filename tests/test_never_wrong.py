@@ -418,6 +418,19 @@ def test_pk_value_gives_a_plain_float():
     assert pk.value(3) == 3
 
 
+def test_a_future_never_delivered_is_an_internal_error_never_a_made_up_value():
+    """Every path that runs a reduction delivers its Future; should one ever not, reading it raises (naming the
+    call) instead of handing the program an internal placeholder."""
+    from kfuse.future import Future
+    from kfuse.types import DType
+
+    future = Future(DType.float64, lambda f: None)  # its run delivered nothing
+    with pytest.raises(pk.InternalError, match="never delivered"):
+        float(future)
+    with pytest.raises(pk.InternalError):
+        future + 1
+
+
 @pk.workunit
 def announce(i: int, a: pk.View1D[pk.double]):
     pk.printf("kernel %d %.1f\n", i, a[i])
