@@ -303,3 +303,16 @@ def test_every_rule_equals_its_kernel(monkeypatch, wu, dtype):
                 assert done == 0  # a result of another dtype: the kernel converts, so the kernel runs
     if dtype == np.float64:
         assert hosted > 0
+
+
+@pytest.mark.backend("python")
+@pytest.mark.parametrize("limit", ["0", LARGE])
+def test_what_the_kernels_refuse_the_host_refuses(monkeypatch, limit):
+    """A strided 3-D out= is refused at any size, not only where kernels would run it (a program must not work
+    on small data and fail on large)."""
+    monkeypatch.setenv("KFUSE_HOST_ELEMENTS", limit)
+    x = pk.array(np.zeros((2, 3, 4)))[:, ::2, :]
+    with pytest.raises(ValueError, match="rank 1 or 2"):
+        pk.add(x, 1.0, out=x)
+    with pytest.raises(ValueError, match="rank 1 or 2"):
+        pk.copyto(x, pk.array(np.ones((2, 2, 4))))

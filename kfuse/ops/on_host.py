@@ -75,8 +75,8 @@ def ran(wu, target: View, operands: tuple) -> bool:
     """Whether ``target[i] = wu(operands...)`` (lazy.run's arguments) was computed here, now."""
     rule = _RULES.get(wu)
     if rule is None or target.size > config.HOST_ELEMENTS.get() or type(target) is not View or \
-            not target._array.flags.writeable:
-        return False
+            not target._array.flags.writeable or target.ndim > 2 and target.storage != "right":
+        return False  # (the kernels refuse to write a strided View of rank 3: so does every size)
     function, kind = rule
     arrays = _arrays(kind, target, operands)
     return arrays is not None and _run(function, kind, arrays, operands, target)
@@ -103,6 +103,8 @@ def binary(vv, a, b, out) -> View | None:
         return None
     if view.size > config.HOST_ELEMENTS.get() or view._array is None:
         return None
+    if out is not None and type(out) is View and out.ndim > 2 and out.storage != "right":
+        return None  # the kernels refuse to write such a View: so does every size
     dtype = DType.bool if kind == "bool" else view.dtype
     if dtype not in (_FLOATS if kind == "float" else _NUMBERS) and kind != "bool":
         return None
