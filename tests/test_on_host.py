@@ -19,6 +19,13 @@ from hypothesis.extra import numpy as hnp
 import kfuse as pk
 
 LARGE = "1000000"
+
+
+@pytest.fixture(autouse=True)
+def host_space():
+    """The host path is for host spaces (a GPU's data lives there): these tests run on one whatever
+    KFUSE_DEFAULT_SPACE says."""
+    pk.set_default_space(pk.OpenMP)
 EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 BINARY = ["add", "subtract", "multiply", "divide", "greater", "greater_equal", "less", "less_equal", "equal",
           "not_equal", "logical_and", "logical_or", "logical_xor"]
@@ -231,10 +238,11 @@ def copy_k(i: int, out: pk.View1D[pk.double], x: pk.View1D[pk.double]):
 @pytest.mark.backend("python")
 def test_a_gpu_default_space_keeps_operations_on_its_kernels(monkeypatch):
     """Where new arrays are for a GPU (its data lives there), the host does not compute them."""
-    from kfuse.ops import _common
+    from kfuse.ops import on_host
 
     monkeypatch.setenv("KFUSE_HOST_ELEMENTS", LARGE)
-    monkeypatch.setattr(_common, "for_gpu", lambda: True)  # (the Python backend runs no GPU space)
+    monkeypatch.setattr(on_host, "_ON_HOST", {})  # (the Python backend runs no GPU space: say its space is one)
+    monkeypatch.setattr(on_host, "on_device", lambda space: True)
     pk.reset_stats()
     assert pk.add(pk.ones(4), 1.0).copy().tolist() == [2.0] * 4
     assert pk.stats()["array_ops_on_host"] == 0
@@ -316,3 +324,15 @@ def test_what_the_kernels_refuse_the_host_refuses(monkeypatch, limit):
         pk.add(x, 1.0, out=x)
     with pytest.raises(ValueError, match="rank 1 or 2"):
         pk.copyto(x, pk.array(np.ones((2, 2, 4))))
+
+
+def test_a_read_only_out_is_written_as_its_kernel_writes_it(monkeypatch):
+    """NumPy refuses to write a read-only array; a compiled kernel writes through it: the host path leaves it to
+    the kernel, so the program behaves the same at any size."""
+    def program():
+        memory = np.zeros(4)
+        memory.flags.writeable = False
+        out = pk.from_numpy(memory)
+        pk.add(pk.ones(4), 2.0, out=out)
+        return [out]
+    assert same_both_ways(monkeypatch, False, program) == 0

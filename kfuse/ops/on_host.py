@@ -22,6 +22,7 @@ from .. import config, context, guard, views
 from ..future import Future
 from ..runtime import device
 from ..types import DType
+from ..spaces import on_device
 from ..views import View
 from . import _common, kernels as k
 
@@ -31,6 +32,7 @@ try:  # NumPy 2's own mechanism behind np.errstate, which costs a microsecond to
 except ImportError:  # pragma: no cover - another NumPy
     _extobj_contextvar = None
 
+_ON_HOST: dict = {}  # (backend name, default space) -> whether that backend runs that space's kernels on the host
 _NUMBERS = frozenset({DType.float64, DType.float32, DType.int64, DType.int32})
 _FLOATS = frozenset({DType.float64, DType.float32})
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -75,11 +77,15 @@ def ran(wu, target: View, operands: tuple) -> bool:
     """Whether ``target[i] = wu(operands...)`` (lazy.run's arguments) was computed here, now."""
     rule = _RULES.get(wu)
     if rule is None or target.size > config.HOST_ELEMENTS.get() or type(target) is not View or \
-            not target._array.flags.writeable or target.ndim > 2 and target.storage != "right":
+            target.ndim > 2 and target.storage != "right":
         return False  # (the kernels refuse to write a strided View of rank 3: so does every size)
     function, kind = rule
     arrays = _arrays(kind, target, operands)
-    return arrays is not None and _run(function, kind, arrays, operands, target)
+    if arrays is None:
+        return False
+    rt = context.current()
+    with guard.lock:
+        return _host_idle(rt) and _apply(rt, function, kind, arrays, operands, target)
 
 
 def binary(vv, a, b, out) -> View | None:
@@ -95,54 +101,67 @@ def binary(vv, a, b, out) -> View | None:
         if type(b) is View:
             if b.shape != a.shape or b.dtype is not a.dtype:
                 return None
-        elif not isinstance(b, (int, float)) or not _exact_scalar(b, a.dtype, kind == "bool"):
+        elif not (type(b) is float and a.dtype is DType.float64 or isinstance(b, (int, float)) and
+                  _exact_scalar(b, a.dtype, kind == "bool")):
             return None
     elif type(b) is View and isinstance(a, (int, float)) and _exact_scalar(a, b.dtype, kind == "bool"):
         view = b
     else:
         return None
-    if view.size > config.HOST_ELEMENTS.get() or view._array is None:
+    if view._array is None or view._array.size > config.HOST_ELEMENTS.get():
         return None
-    if out is not None and type(out) is View and out.ndim > 2 and out.storage != "right":
-        return None  # the kernels refuse to write such a View: so does every size
     dtype = DType.bool if kind == "bool" else view.dtype
-    if dtype not in (_FLOATS if kind == "float" else _NUMBERS) and kind != "bool":
+    if kind != "bool" and dtype not in (_FLOATS if kind == "float" else _NUMBERS):
         return None
-    if out is None:
-        target = _common.new_view(view.shape, dtype.np)
-    elif type(out) is View and out.shape == view.shape and out.dtype is dtype and out._array.flags.writeable:
-        target = out
-    else:
-        return None
-    arrays = [x._array if type(x) is View else x for x in (a, b)]
-    return target if _run(function, kind, arrays, (a, b), target) else None
-
-
-def _run(function, kind: str, arrays: list, operands: tuple, target: View) -> bool:
-    """Compute ``target`` from ``arrays`` now if the runtime lets the host go first: kernels run on the host and
-    nothing is pending. Whether it did."""
+    if out is not None and (type(out) is not View or out.shape != view.shape or out.dtype is not dtype or
+                            out.ndim > 2 and out.storage != "right"):
+        return None  # (the general path converts, broadcasts, or refuses what the kernels refuse)
+    arrays = (a._array if type(a) is View else a, b._array if type(b) is View else b)
     rt = context.current()
-    if rt.backend.name not in ("kokkos", "python") or _common.for_gpu():
-        return False
     with guard.lock:
-        if rt.logged.entries or rt.batch is not None or rt.rerun.matched or rt.failures:
-            return False
-        if device.keeps_state():  # (else the accesses below have nothing to do: a microsecond per operation)
-            if views.constant:  # the host writes this memory: contents kfuse knew are gone
-                views.touched((target,))
-            for x in operands:
-                if type(x) is View:
-                    rt.backend.host_access(x, False)
-            rt.backend.host_access(target, True)
-        if _extobj_contextvar is None:
-            with np.errstate(all="ignore"):
+        if not _host_idle(rt):
+            return None
+        target = _common.new_view(view.shape, dtype.np) if out is None else out
+        return target if _apply(rt, function, kind, arrays, (a, b), target) else None
+
+
+def _host_idle(rt) -> bool:
+    """Whether the host may go first: kernels run on the host and nothing is pending (the caller holds
+    guard.lock)."""
+    key = (rt.backend.name, rt.default_space)
+    host = _ON_HOST.get(key)
+    if host is None:
+        host = _ON_HOST[key] = key[0] in ("kokkos", "python") and not on_device(rt.default_space.value)
+    return host and not (rt.logged.entries or rt.batch is not None or rt.rerun.matched or rt.failures)
+
+
+def _apply(rt, function, kind: str, arrays, operands: tuple, target: View) -> bool:
+    """Compute ``target`` from ``arrays`` (the caller holds guard.lock, the host may go first); False where NumPy
+    refuses to write ``target`` (a read-only array, which the kernel writes)."""
+    if device.keeps_state():  # (else the accesses below have nothing to do: a microsecond per operation)
+        if views.constant:  # the host writes this memory: contents kfuse knew are gone
+            views.touched((target,))
+        for x in operands:
+            if type(x) is View:
+                rt.backend.host_access(x, False)
+        rt.backend.host_access(target, True)
+    if _extobj_contextvar is None:
+        context_manager = np.errstate(all="ignore")
+    else:
+        context_manager, token = None, _extobj_contextvar.set(_QUIET)
+    try:
+        if context_manager is not None:
+            with context_manager:
                 _compute(function, kind, arrays, target._array)
         else:
-            token = _extobj_contextvar.set(_QUIET)
-            try:
-                _compute(function, kind, arrays, target._array)
-            finally:
-                _extobj_contextvar.reset(token)
+            _compute(function, kind, arrays, target._array)
+    except ValueError:  # NumPy checks before it writes: nothing was written
+        if not target._array.flags.writeable:
+            return False
+        raise
+    finally:
+        if context_manager is None:
+            _extobj_contextvar.reset(token)
     rt.counts["array_ops_on_host"] += 1
     return True
 
