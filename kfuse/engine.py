@@ -72,11 +72,16 @@ class Runtime:
         self._transforms = chosen
         self.streaks = self._streak_sets.setdefault(chosen, {})
 
+    def idle(self) -> bool:
+        """No trace entry, recorded array operation, call matched by a rerun or failure standing: the host may
+        act on any View now, as nothing waits to run and nothing was lost."""
+        return not (self.logged.entries or self.batch is not None or self.rerun.matched or self.failures)
+
     def nothing_pending(self) -> bool:
-        """No trace entry, recorded array operation, call matched by a rerun or failure standing (a call may read
-        what one lost: traced, it is poisoned and reports at the read), and fusion (not tracing alone) on: a call
-        of a kernel not worth tracing may run at once (kfuse/untraced.py)."""
-        return not (self.logged.entries or self.batch is not None or self.rerun.matched or self.failures) and self.fuse
+        """Idle (a failure standing counts: a call may read what one lost; traced, it is poisoned and reports at
+        the read), and fusion (not tracing alone) on: a call of a kernel not worth tracing may run at once
+        (kfuse/untraced.py)."""
+        return self.idle() and self.fuse
 
     @property
     def trace(self) -> Trace:
@@ -131,7 +136,8 @@ class Runtime:
         with guard.lock:
             if self._running:
                 return
-            self._settle(view, write, overwrite)
+            if not self.idle():  # (host code reading a View element by element pays only this when idle)
+                self._settle(view, write, overwrite)
             self.backend.host_access(view, write, overwrite)
 
     def copy(self, dst, src) -> bool:

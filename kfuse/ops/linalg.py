@@ -78,8 +78,11 @@ def matmul(a, b, out=None):
     a, b = as_view(a), as_view(b)
     if a.ndim not in (1, 2) or b.ndim not in (1, 2):
         raise ValueError("matmul takes 1-D and 2-D arrays")
-    a, b = _in_double(a, b), _in_double(b, a)  # float32 with integers: NumPy computes in double
-    dtype = a.dtype.np if a.dtype is b.dtype else result_dtype(a, b)
+    if a.dtype is b.dtype:
+        dtype = a.dtype.np
+    else:
+        a, b = _in_double(a, b), _in_double(b, a)  # float32 with integers: NumPy computes in double
+        dtype = result_dtype(a, b)
     if a.ndim == 1 and b.ndim == 1:
         if a.shape[0] != b.shape[0]:
             raise ValueError(f"dot: lengths {a.shape[0]} and {b.shape[0]} differ")

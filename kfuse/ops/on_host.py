@@ -132,7 +132,7 @@ def _host_idle(rt) -> bool:
     host = _ON_HOST.get(key)
     if host is None:
         host = _ON_HOST[key] = key[0] in ("kokkos", "python") and not on_device(rt.default_space.value)
-    return host and not (rt.logged.entries or rt.batch is not None or rt.rerun.matched or rt.failures)
+    return host and rt.idle()
 
 
 def _apply(rt, function, kind: str, arrays, operands: tuple, target: View) -> bool:
