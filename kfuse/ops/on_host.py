@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - another NumPy
 _ON_HOST: dict = {}  # (backend name, default space) -> whether that backend runs that space's kernels on the host
 _NUMBERS = frozenset({DType.float64, DType.float32, DType.int64, DType.int32})
 _FLOATS = frozenset({DType.float64, DType.float32})
+_COMPARED = _NUMBERS | {DType.bool}  # operand dtypes of comparisons and logical operations here
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _INFINITIES = (float("inf"), float("-inf"))
 _EXACT_COPIES = frozenset({(DType.float32, DType.float64), (DType.int32, DType.int64), (DType.int32, DType.float64),
@@ -110,9 +111,9 @@ def binary(vv, a, b, out) -> View | None:
         return None
     if view._array is None or view._array.size > config.HOST_ELEMENTS.get():
         return None
-    dtype = DType.bool if kind == "bool" else view.dtype
-    if kind != "bool" and dtype not in (_FLOATS if kind == "float" else _NUMBERS):
+    if view.dtype not in (_FLOATS if kind == "float" else _COMPARED if kind == "bool" else _NUMBERS):
         return None
+    dtype = DType.bool if kind == "bool" else view.dtype
     if out is not None and (type(out) is not View or out.shape != view.shape or out.dtype is not dtype or
                             out.ndim > 2 and out.storage != "right"):
         return None  # (the general path converts, broadcasts, or refuses what the kernels refuse)
@@ -194,7 +195,7 @@ def _arrays(kind: str, target: View, operands: tuple) -> list | None:
     if kind == "copy":
         return arrays if dtype is out or (dtype, out) in _EXACT_COPIES else None
     if kind == "bool":
-        if out is not DType.bool or dtype not in _NUMBERS and dtype is not DType.bool:
+        if out is not DType.bool or dtype not in _COMPARED:
             return None
         return arrays if all(isinstance(x, np.ndarray) or _exact_scalar(x, dtype, compared=True) for x in arrays) \
             else None
