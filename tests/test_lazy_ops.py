@@ -396,6 +396,21 @@ def test_a_planned_group_launch_binds_once(monkeypatch, fresh_stats):
     assert len(binds) == 1  # later runs of the same plan launch through the first one's binding
 
 
+def test_a_full_plan_table_starts_anew_and_keeps_planning_once(monkeypatch, fresh_stats):
+    """A long program (or test run) fills the plan table with other groups' forms: the table starts anew, so
+    later runs of a group still launch through the first one's binding (as in a fresh process)."""
+    from kfuse.ops import lazy, plans
+    monkeypatch.setattr(plans, "_MAX_PLANS", 3)
+    monkeypatch.setattr(plans, "_PLANS", {("other form", False, (k,)): None for k in range(3)})
+    binds = []
+    real = lazy.bind
+    monkeypatch.setattr(lazy, "bind", lambda *args: binds.append(args[0]) or real(*args))
+    a, b = pk.array(arr(23)), pk.array(arr(24))
+    got = fused(lambda: [float(pk.sum(pk.multiply(pk.add(a, b), float(i)))) for i in range(5)])
+    assert got == pytest.approx([np.sum((arr(23) + arr(24)) * i) for i in range(5)], rel=1e-14)
+    assert len(binds) == 1 and len(plans._PLANS) == 1
+
+
 def test_new_arrays_of_each_run_look_up_what_the_first_run_found(monkeypatch, fresh_stats):
     made = _analyses(monkeypatch)
 

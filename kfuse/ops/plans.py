@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import expressions, stores
 
 _PLANS: dict = {}  # (form, 2-D?, stored pattern) -> Plan
-_MAX_PLANS = 4096  # past that, plans are made each time, not kept
+_MAX_PLANS = 4096  # past that, the table starts anew (a long program of many group forms keeps its recent ones)
 _ALONE: dict = {}  # an operation's workunit -> its Plan run alone (the operations' kernels: a fixed set)
 counts = {"hits": 0, "made": 0}  # plans looked up, plans made (tests read them)
 
@@ -52,7 +52,9 @@ def plan_for(form, grid: bool, stored: list, analysed) -> Plan:
         return plan
     counts["made"] += 1
     plan = _plan(analysed(), stored)
-    if form is not None and len(_PLANS) < _MAX_PLANS:
+    if form is not None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
         _PLANS[key] = plan
     return plan
 
