@@ -411,6 +411,33 @@ def test_a_full_plan_table_starts_anew_and_keeps_planning_once(monkeypatch, fres
     assert len(binds) == 1 and len(plans._PLANS) == 1
 
 
+def test_a_full_form_table_starts_anew_without_reusing_a_number(monkeypatch, fresh_stats):
+    """Group forms key the plans: when the form table starts anew, new forms get numbers never given before, so
+    a plan kept for an old form is never launched for another group (two chains alternating over a table of
+    two forms: each restart would hand the other chain's numbers out again if numbers were reused)."""
+    from kfuse.ops import group, recorded
+    monkeypatch.setattr(group, "_MAX_FORMS", 2)
+    monkeypatch.setattr(recorded._State, "LIMIT", 1)  # no looked-up analyses: every run numbers its forms
+    a, b = arr(27), np.abs(arr(28)) + 1.0
+    va, vb = pk.array(a), pk.array(b)
+
+    def program():
+        return [float(pk.sum(pk.multiply(pk.add(va, vb), 3.0))), float(pk.sum(pk.divide(pk.subtract(va, vb), vb)))]
+
+    want = [np.sum((a + b) * 3.0), np.sum((a - b) / b)]
+    for _ in range(4):
+        assert fused(program) == pytest.approx(want, rel=1e-13)
+
+
+def test_form_numbers_are_never_given_twice_when_the_table_starts_anew(monkeypatch):
+    from kfuse.ops import group
+    monkeypatch.setattr(group, "_MAX_FORMS", 2)
+    monkeypatch.setattr(group, "_FORMS", {})
+    numbers = [group._number(-1, part) for part in ["a", "b", "c", "d", "a", "e", "b"]]
+    assert len(set(numbers)) == len(numbers)  # each restart forgot "a" and "b": they are numbered anew
+    assert group._number(-1, "b") == numbers[-1]  # while the table keeps a sequence, it keeps its number
+
+
 def test_new_arrays_of_each_run_look_up_what_the_first_run_found(monkeypatch, fresh_stats):
     made = _analyses(monkeypatch)
 

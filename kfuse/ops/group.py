@@ -11,11 +11,14 @@ elements) is interned as a number: running a group then asks only the reference 
 """
 from __future__ import annotations
 
+import itertools
+
 from ..views import View
 from . import expressions
 
 _FORMS: dict = {}  # (form so far, step's part) -> form number
-_MAX_FORMS = 1 << 16  # past that, new forms are not numbered (their plans are made each time, not kept)
+_MAX_FORMS = 1 << 16  # past that, the table starts anew; numbers are never given twice (plans are kept by number)
+_numbers = itertools.count()
 
 
 def elements(view: View) -> tuple:
@@ -41,7 +44,7 @@ class Group:
         self.scalars: list = []
         self.held: dict = {}  # id(View) -> references to it among the steps' operands
         self.targets: dict = {}  # id(View) -> steps writing it
-        self.form: int | None = -1  # the steps so far, numbered (None: not numbered)
+        self.form = -1  # the steps so far, numbered
 
     def takes(self, step, views: list, grid: bool) -> bool:
         """Whether ``step`` (its View operands ``views``; ``grid``: one of them or its target is strided 2-D) may
@@ -106,17 +109,24 @@ class Group:
             self.targets[id(target)] = self.targets.get(id(target), 0) + 1
             if step.fresh:
                 self.fresh.add(id(target))
-        if self.form is not None:
-            form = _FORMS.get((self.form, part))
-            if form is None and len(_FORMS) < _MAX_FORMS:
-                form = _FORMS[self.form, part] = len(_FORMS)
-            self.form = form
+        self.form = _number(self.form, part)
         self.grid = self.grid or grid
         steps.append(step)
 
     def input(self, n: int) -> View:
         k, position = self.inputs[n]
         return self.steps[k].operands[position]
+
+
+def _number(form: int, part) -> int:
+    """The number of the steps numbered ``form`` followed by a step of ``part``: one per such sequence while the
+    table keeps it, and never one given before (plans are kept by number, kfuse/ops/plans.py)."""
+    number = _FORMS.get((form, part))
+    if number is None:
+        if len(_FORMS) >= _MAX_FORMS:
+            _FORMS.clear()
+        number = _FORMS[form, part] = next(_numbers)
+    return number
 
 
 def _all_of_shape(shape: tuple | None, target: View, views: list) -> bool:

@@ -43,19 +43,18 @@ def alone(wu, reduction: bool) -> Plan:
 
 
 def plan_for(form, grid: bool, stored: list, analysed) -> Plan:
-    """The plan of a group of ``form`` (None: not numbered), 2-D or not, whose results ``stored`` says are stored;
-    ``analysed()`` gives the group (kfuse/ops/group.py) when a plan must be made."""
+    """The plan of a group of ``form`` (its steps numbered, kfuse/ops/group.py), 2-D or not, whose results
+    ``stored`` says are stored; ``analysed()`` gives the group when a plan must be made."""
     key = (form, grid, tuple(stored))
-    plan = _PLANS.get(key) if form is not None else None
+    plan = _PLANS.get(key)
     if plan is not None:
         counts["hits"] += 1
         return plan
     counts["made"] += 1
     plan = _plan(analysed(), stored)
-    if form is not None:
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = plan
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = plan
     return plan
 
 
