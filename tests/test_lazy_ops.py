@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import kfuse as pk
+from kfuse import views
 from kfuse.ops import expressions, kernels as k
 from kfuse.types import DType
 
@@ -377,8 +378,20 @@ def test_a_view_made_after_a_groups_first_result_is_not_looked_up_as_that_result
             np.testing.assert_array_equal(out, arr(22) * 2.0)
 
 
-def test_a_planned_group_launch_binds_once(monkeypatch, fresh_stats):
-    from kfuse.ops import lazy
+@pytest.fixture(params=[False, True], ids=["", "contents known"])
+def known_contents(request):
+    """True: memory whose contents kfuse knows exists meanwhile (a GPU program's new arrays, ``views.constant``;
+    these kernels run off the GPU, so their launches drop that knowledge for their Views, as ``bind`` would)."""
+    kept = np.zeros(8)
+    if request.param:
+        views.mark_constant(kept)
+    yield request.param
+    views.take_constant(kept)
+
+
+def test_a_planned_group_launch_binds_once(monkeypatch, fresh_stats, known_contents):
+    from kfuse.ops import lazy, plans
+    monkeypatch.setattr(plans, "_PLANS", {})  # (plans of earlier tests keep their bindings)
     binds = []
     real = lazy.bind
     monkeypatch.setattr(lazy, "bind", lambda *args: binds.append(args[0]) or real(*args))
@@ -394,6 +407,22 @@ def test_a_planned_group_launch_binds_once(monkeypatch, fresh_stats):
     got = fused(program)
     assert got == program() and got == pytest.approx([np.sum((arr(23) + arr(24)) * i) for i in range(5)], rel=1e-14)
     assert len(binds) == 1  # later runs of the same plan launch through the first one's binding
+
+
+def test_a_kept_binding_still_drops_known_contents_for_a_kernel_off_the_gpu():
+    """Launching through the kept binding does what ``bind`` does: a kernel that runs on the host drops what kfuse
+    knew of its Views' contents (the host side may change them)."""
+    from kfuse.ops import lazy, plans
+    plan = plans.Plan(wu=k.multiply_vs, names=("out", "a", "s"))
+    values = arr(23)
+    a, out = pk.array(values), pk.zeros(values.size)
+    root = views.memory_owner(a._array)
+    lazy._at_once(plan, "for", values.size, {"out": out, "a": a, "s": 2.0})  # bound, the binding kept
+    assert plan.binding is not None
+    views.mark_constant(root)
+    lazy._at_once(plan, "for", values.size, {"out": out, "a": a, "s": 3.0})  # through the kept binding
+    assert views.take_constant(root) is None
+    np.testing.assert_array_equal(out.copy(), values * 3.0)
 
 
 def test_a_full_plan_table_starts_anew_and_keeps_planning_once(monkeypatch, fresh_stats):

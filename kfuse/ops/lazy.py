@@ -197,13 +197,15 @@ def _call_one(step: Step, mode: _Mode) -> None:
 def _at_once(plan: plans.Plan, op: str, policy, args: dict):
     """Run a plan's kernel now (``args`` in the order of ``plan.names``). While the backend, the default space and
     the arguments' signatures are those of its last call, through that call's binding: ``calls.bind`` would find
-    the same one, looking each up again (microseconds per group, and loops run thousands). Not where ``bind``
-    would also drop known contents of the Views (``views.constant``, for a kernel that runs off the GPU)."""
+    the same one, looking each up again (microseconds per group, and loops run thousands); what else ``bind``
+    does is done here too (a kernel that runs off the GPU drops known contents of its Views, ``views.constant``)."""
     rt, known = context.current(), plan.binding
     if known is not None and known[0] is rt.backend and known[1] is rt.default_space and \
-            not (known[3] and views.constant) and not guard.forked_after_start:
+            not guard.forked_after_start:
         values = list(args.values())
         if known[2].sigs == [v.sig if type(v) is View else type(v) for v in values]:
+            if known[3] and views.constant:
+                views.touched(values)
             return run_bound(rt, known[2], policy_of(policy), values)
     binding, bound, given = bind(plan.wu, op, policy, (), args, rt.backend)
     if binding.direct and not binding.scratch and all(a is b for a, b in zip(given, args.values())):
