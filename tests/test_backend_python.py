@@ -463,3 +463,19 @@ def test_an_unknown_backend_is_named_in_the_error(tmp_path):
     env = dict(os.environ, KFUSE_BACKEND="numba", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     proc = subprocess.run([sys.executable, "-c", "import kfuse"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "KFUSE_BACKEND='numba': choose one of kokkos, python, null" in proc.stderr
+
+
+@pk.workunit
+def _fill_with(i: int, x: pk.View1D[pk.double], value: float):
+    x[i] = value
+
+
+@pytest.mark.backend("python")
+def test_a_read_only_view_a_kernel_writes_is_a_clear_error_naming_the_parameter():
+    """Compiled kernels write through a View's pointer; NumPy refuses stores into read-only memory, so the python
+    backend says so before the kernel starts, instead of failing inside it."""
+    memory = np.zeros(4)
+    memory.flags.writeable = False
+    with pytest.raises(pk.ArgumentError, match="parameter 'x' is written, but its memory is read-only"):
+        pk.parallel_for(4, _fill_with, x=pk.from_numpy(memory), value=1.0)
+    assert not memory.any()

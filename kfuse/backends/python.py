@@ -59,6 +59,11 @@ class PythonKernel(Kernel):
         error = argument_range_error(spec, self.name, self.fused, bounds, args)
         if error is not None:
             raise error
+        for (name, t), a, written in zip(spec.params, args, lowered.writes):
+            if written and t.is_view and not a._array.flags.writeable:  # (NumPy refuses the stores mid-kernel)
+                raise ArgumentError(f"workunit '{self.name}': parameter '{name}' is written, but its memory is "
+                                    "read-only (a NumPy array with writeable=False); the python backend does not "
+                                    "write through it")
         values = [debug_view(a, n) if t.is_view else CONVERT[t.dtype](a) for a, (n, t) in zip(args, spec.params)]
         runtime.fault = None
         start = time.perf_counter()
