@@ -19,6 +19,12 @@ from hypothesis.extra import numpy as hnp
 import kfuse as pk
 
 LARGE = "1000000"
+EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+BINARY = ["add", "subtract", "multiply", "divide", "greater", "greater_equal", "less", "less_equal", "equal",
+          "not_equal", "logical_and", "logical_or", "logical_xor"]
+UNARY = ["negative", "absolute", "square", "sqrt", "logical_not", "copy"]
+DTYPES = [np.float64, np.float32, np.int64, np.int32, np.bool_, np.uint16]
+SCALARS = [2, -3, 0, 2.5, 0.1, -0.0, 1e300, float("inf"), float("nan"), 2 ** 40, True]
 
 
 @pytest.fixture(autouse=True)
@@ -26,12 +32,6 @@ def host_space():
     """The host path is for host spaces (a GPU's data lives there): these tests run on one whatever
     KFUSE_DEFAULT_SPACE says."""
     pk.set_default_space(pk.OpenMP)
-EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-BINARY = ["add", "subtract", "multiply", "divide", "greater", "greater_equal", "less", "less_equal", "equal",
-          "not_equal", "logical_and", "logical_or", "logical_xor"]
-UNARY = ["negative", "absolute", "square", "sqrt", "logical_not", "copy"]
-DTYPES = [np.float64, np.float32, np.int64, np.int32, np.bool_, np.uint16]
-SCALARS = [2, -3, 0, 2.5, 0.1, -0.0, 1e300, float("inf"), float("nan"), 2 ** 40, True]
 
 
 def elements(dtype):
@@ -46,7 +46,7 @@ def elements(dtype):
 
 @st.composite
 def operands(draw):
-    """A 2-D array, and how an operand is taken from it: whole, a row, a strided column or a transposed block."""
+    """A 2-D array, and how an operand is taken from it: whole, a row, a strided column or a strided block."""
     dtype = draw(st.sampled_from(DTYPES))
     array = draw(hnp.arrays(dtype, (4, 6), elements=elements(dtype)))
     pick = draw(st.sampled_from(["whole", "row", "column", "block"]))
@@ -56,10 +56,6 @@ def operands(draw):
 def taken(view, pick):
     return {"whole": lambda v: v, "row": lambda v: v[1, :], "column": lambda v: v[:, 2][:4],
             "block": lambda v: v[1:3, ::2]}[pick](view)
-
-
-def shape_of(pick):
-    return {"whole": (4, 6), "row": (6,), "column": (4,), "block": (2, 3)}[pick]
 
 
 def compute(monkeypatch, limit: str, fused: bool, program):
