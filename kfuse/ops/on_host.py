@@ -98,18 +98,18 @@ def binary(vv, a, b, out) -> View | None:
         return None
     function, kind = rule
     if type(a) is View:
-        view = a
-        if type(b) is View:
-            if b.shape != a.shape or b.dtype is not a.dtype:
-                return None
-        elif not (type(b) is float and a.dtype is DType.float64 or isinstance(b, (int, float)) and
-                  _exact_scalar(b, a.dtype, kind == "bool")):
-            return None
-    elif type(b) is View and isinstance(a, (int, float)) and _exact_scalar(a, b.dtype, kind == "bool"):
-        view = b
+        view, other = a, b
+    elif type(b) is View:
+        view, other = b, a
     else:
         return None
     if view._array is None or view._array.size > config.HOST_ELEMENTS.get():
+        return None  # (first: most large operations are decided here)
+    if type(other) is View:
+        if other.shape != view.shape or other.dtype is not view.dtype:
+            return None
+    elif not (type(other) is float and view.dtype is DType.float64 or isinstance(other, (int, float)) and
+              _exact_scalar(other, view.dtype, kind == "bool")):
         return None
     if view.dtype not in (_FLOATS if kind == "float" else _COMPARED if kind == "bool" else _NUMBERS):
         return None
