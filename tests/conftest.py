@@ -59,6 +59,17 @@ def break_builds(kfuse_runtime):
 
 
 @pytest.fixture
+def known_contents(request):
+    """Parametrized (``indirect=True``) True: memory whose contents kfuse knows exists meanwhile, as in a GPU
+    program (new arrays filled on the device, ``views.constant``; the fuzzer's ``Mode.known_contents``), so the
+    paths that drop that knowledge for host kernels' Views run too."""
+    from kfuse.check.runner import _contents_known
+
+    with _contents_known(request.param):
+        yield request.param
+
+
+@pytest.fixture
 def fresh_stats():
     import kfuse as pk
 

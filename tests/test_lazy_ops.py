@@ -378,17 +378,7 @@ def test_a_view_made_after_a_groups_first_result_is_not_looked_up_as_that_result
             np.testing.assert_array_equal(out, arr(22) * 2.0)
 
 
-@pytest.fixture(params=[False, True], ids=["", "contents known"])
-def known_contents(request):
-    """True: memory whose contents kfuse knows exists meanwhile (a GPU program's new arrays, ``views.constant``;
-    these kernels run off the GPU, so their launches drop that knowledge for their Views, as ``bind`` would)."""
-    kept = np.zeros(8)
-    if request.param:
-        views.mark_constant(kept)
-    yield request.param
-    views.take_constant(kept)
-
-
+@pytest.mark.parametrize("known_contents", [False, True], indirect=True)  # (these kernels run off the GPU)
 def test_a_planned_group_launch_binds_once(monkeypatch, fresh_stats, known_contents):
     from kfuse.ops import lazy, plans
     monkeypatch.setattr(plans, "_PLANS", {})  # (plans of earlier tests keep their bindings)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kfuse as pk
-from kfuse import context, views
+from kfuse import context
 from kfuse.errors import DeferredError, KernelFault, LaunchError
 from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
 
@@ -31,17 +31,6 @@ def kick_too(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]
 @pk.workunit
 def shift_into(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = x[i + 1]
-
-
-@pytest.fixture
-def known_contents(request):
-    """True: memory whose contents kfuse knows exists meanwhile (a GPU program's new arrays, ``views.constant``),
-    so reruns drop that knowledge for the Views each matching template's host kernels use."""
-    kept = np.zeros(8)
-    if request.param:
-        views.mark_constant(kept)
-    yield request.param
-    views.take_constant(kept)
 
 
 def hows(text: str) -> list:
