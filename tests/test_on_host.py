@@ -234,11 +234,10 @@ def copy_k(i: int, out: pk.View1D[pk.double], x: pk.View1D[pk.double]):
 @pytest.mark.backend("python")
 def test_a_gpu_default_space_keeps_operations_on_its_kernels(monkeypatch):
     """Where new arrays are for a GPU (its data lives there), the host does not compute them."""
-    from kfuse.ops import on_host
+    from kfuse.ops import _common
 
     monkeypatch.setenv("KFUSE_HOST_ELEMENTS", LARGE)
-    monkeypatch.setattr(on_host, "_ON_HOST", {})  # (the Python backend runs no GPU space: say its space is one)
-    monkeypatch.setattr(on_host, "on_device", lambda space: True)
+    monkeypatch.setattr(_common, "for_gpu", lambda: True)  # (the Python backend runs no GPU space: say it is one)
     pk.reset_stats()
     assert pk.add(pk.ones(4), 1.0).copy().tolist() == [2.0] * 4
     assert pk.stats()["array_ops_on_host"] == 0

@@ -22,7 +22,6 @@ from .. import config, context, guard, views
 from ..future import Future
 from ..runtime import device
 from ..types import DType
-from ..spaces import on_device
 from ..views import View
 from . import _common, kernels as k
 
@@ -32,7 +31,7 @@ try:  # NumPy 2's own mechanism behind np.errstate, which costs a microsecond to
 except ImportError:  # pragma: no cover - another NumPy
     _extobj_contextvar = None
 
-_ON_HOST: dict = {}  # (backend name, default space) -> whether that backend runs that space's kernels on the host
+_HOST_BACKENDS = ("kokkos", "python")  # backends whose kernels compute (the null backend records launches only)
 _NUMBERS = frozenset({DType.float64, DType.float32, DType.int64, DType.int32})
 _FLOATS = frozenset({DType.float64, DType.float32})
 _COMPARED = _NUMBERS | {DType.bool}  # operand dtypes of comparisons and logical operations here
@@ -129,11 +128,7 @@ def binary(vv, a, b, out) -> View | None:
 def _host_idle(rt) -> bool:
     """Whether the host may go first: kernels run on the host and nothing is pending (the caller holds
     guard.lock)."""
-    key = (rt.backend.name, rt.default_space)
-    host = _ON_HOST.get(key)
-    if host is None:
-        host = _ON_HOST[key] = key[0] in ("kokkos", "python") and not on_device(rt.default_space.value)
-    return host and rt.idle()
+    return rt.backend.name in _HOST_BACKENDS and not _common.for_gpu() and rt.idle()
 
 
 def _apply(rt, function, kind: str, arrays, operands: tuple, target: View) -> bool:
@@ -146,29 +141,30 @@ def _apply(rt, function, kind: str, arrays, operands: tuple, target: View) -> bo
             if type(x) is View:
                 rt.backend.host_access(x, False)
         rt.backend.host_access(target, True)
-    if _extobj_contextvar is None:
-        context_manager = np.errstate(all="ignore")
-    else:
-        context_manager, token = None, _extobj_contextvar.set(_QUIET)
     try:
-        if context_manager is not None:
-            with context_manager:
-                _compute(function, kind, arrays, target._array)
-        else:
-            _compute(function, kind, arrays, target._array)
+        _quietly(function, kind, arrays, target._array)
     except ValueError:  # NumPy checks before it writes: nothing was written
         if not target._array.flags.writeable:
             return False
         raise
-    finally:
-        if context_manager is None:
-            _extobj_contextvar.reset(token)
     rt.counts["array_ops_on_host"] += 1
     return True
 
 
-def _compute(function, kind: str, arrays: list, out: np.ndarray) -> None:
+def _quietly(function, kind: str, arrays, out: np.ndarray) -> None:
     """The operation, quiet as its kernel is (NumPy warns of overflow, division by zero, NaN)."""
+    if _extobj_contextvar is None:
+        with np.errstate(all="ignore"):
+            _compute(function, kind, arrays, out)
+        return
+    token = _extobj_contextvar.set(_QUIET)
+    try:
+        _compute(function, kind, arrays, out)
+    finally:
+        _extobj_contextvar.reset(token)
+
+
+def _compute(function, kind: str, arrays, out: np.ndarray) -> None:
     if kind == "square":
         function(arrays[0], arrays[0], out=out)
     elif kind in ("copy", "fill"):
