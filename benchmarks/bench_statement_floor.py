@@ -15,7 +15,8 @@ Each time is over NumPy's (NPBench's own kernel). Where ``thin`` or ``record`` i
 can make the subject as fast as NumPy: the statements are too small for their work to pay for one Python call.
 
     KFUSE_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_statement_floor.py \
-        [--subjects syrk,syr2k,adi,covariance,jacobi_1d] [--size small] [--repeats 7]
+        [--subjects syrk,syr2k,adi,covariance,jacobi_1d] [--size small|medium] [--npbench-inputs] [--without-kfuse] \
+        [--repeats 7]
 """
 from __future__ import annotations
 
@@ -156,6 +157,9 @@ def main(argv=None) -> None:
     parser.add_argument("--size", default="small", choices=("small", "medium"),
                         help="NPBench inputs of the subjects not in bench_array_api.py's REDUCED")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--npbench-inputs", action="store_true",
+                        help="NPBench's inputs of --size for syrk, syr2k and adi too (bench_array_api.py reduces them)")
+    parser.add_argument("--without-kfuse", action="store_true", help="time NumPy, thin and record only")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f}; medians of {args.repeats} runs, variants taking turns; "
           "time over NumPy's")
@@ -163,10 +167,12 @@ def main(argv=None) -> None:
     for name in args.subjects.split(","):
         array = importlib.import_module(f"examples.npbench.{name}_array")
         hand = importlib.import_module(f"examples.npbench.{name}")
-        inputs = REDUCED[name]() if name in REDUCED else hand.initialize(args.size)
+        inputs = REDUCED[name]() if name in REDUCED and not args.npbench_inputs else hand.initialize(args.size)
         recorder, log = _record()
         variants = {"numpy": array.run_numpy, "thin": _with_layer(array, _thin()),
-                    "record": _with_layer(array, recorder), "kfuse": _fused(array.run_array)}
+                    "record": _with_layer(array, recorder)}
+        if not args.without_kfuse:
+            variants["kfuse"] = _fused(array.run_array)
         reference = array.run_numpy(**inputs)
         thin = variants["thin"](**inputs)
         for got, want in zip(thin if isinstance(thin, tuple) else (thin,),
@@ -186,8 +192,9 @@ def main(argv=None) -> None:
                 times[label].append(time.perf_counter() - start)
         median = {label: statistics.median(t) for label, t in times.items()}
         base = median["numpy"]
-        print(f"{name:12s} {base * 1e3:9.3f} {median['thin'] / base:6.2f} {median['record'] / base:7.2f} "
-              f"{median['kfuse'] / base:6.2f}  {statements}")
+        kfuse = f"{median['kfuse'] / base:6.2f}" if "kfuse" in median else f"{'-':>6s}"
+        print(f"{name:12s} {base * 1e3:9.3f} {median['thin'] / base:6.2f} {median['record'] / base:7.2f} {kfuse}  "
+              f"{statements}")
 
 
 if __name__ == "__main__":
