@@ -239,7 +239,8 @@ def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
         return
     entry.stored_as = stored_as
     if found is not None:
-        entry.decision = profit.decided(found["fused_s"], found["apart_s"], found["trials"], "remembered")
+        entry.decision = profit.decided(found["fused_s"], found["apart_s"], found["trials"], "remembered",
+                                        found["fused_k"], found["apart_k"])
         counters.bump("profit_remembered")
 
 
@@ -288,18 +289,20 @@ def kernel_ready(prepared) -> bool:
         return False
 
 
-def _timed(rt, choice, fused: bool, seconds: float, record) -> None:
-    """Report a timed occurrence; when it completes a measurement, keep the decision for later processes."""
+def _timed(rt, choice, fused: bool, seconds: float, kernel_seconds: float | None, record) -> None:
+    """Report a timed occurrence (its wall ``seconds`` and its kernels' own, if known); when it completes a
+    measurement, keep the decision for later processes."""
     counters.bump("profit_trials")
     trials = config.PROFIT_TRIALS.get()
     entry = choice.entry
-    decision = profit.timed(entry, fused, seconds, trials)
+    decision = profit.timed(entry, fused, seconds, trials, kernel_seconds)
     if decision is None:
         return
     counters.bump("profit_decided")
     if entry.stored_as:
         try:
-            decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s), max(1, trials))
+            decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s), max(1, trials),
+                           *profit.best_kernel_times(entry))
         except KfuseError as exc:  # the cache folder failed and may not be replaced: the decision stays in memory
             record.notes.append(f"profitability decision not kept across processes: {_first_line(exc)}")
 
@@ -380,7 +383,7 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
                                     f"one by one: {_first_line(exc)}")
             else:  # the group ran: nothing below may send it to the one-by-one path (A += B must not run twice)
                 if choice.timed:
-                    _timed(rt, choice, True, seconds, record)
+                    _timed(rt, choice, True, seconds, rt.profit.kernel_time([launch[0]]), record)
                 elif launches is not None:
                     launches.append((*launch, tuple(indices)))
                 continue
@@ -440,11 +443,16 @@ def _run_apart(rt, indices: list, group: list, failures, record, choice) -> bool
                 kernel_of(prepared)
         except KfuseError:
             timed = False  # the member's own run below records the failure
-    clock = rt.profit.clock
+    clock, kernel_time = rt.profit.clock, rt.profit.kernel_time
     start = clock() if timed else 0.0
-    ran = [_run_single(index, call, failures, record) for index, call in zip(indices, group)]
+    ran, kernel_seconds = [], 0.0
+    for index, call in zip(indices, group):
+        ran.append(_run_single(index, call, failures, record))
+        if timed and kernel_seconds is not None and ran[-1]:  # asked at once: members may share a kernel
+            seconds = kernel_time([call.prepared.kernel])
+            kernel_seconds = None if seconds is None else kernel_seconds + seconds
     if timed and all(ran):
-        _timed(rt, choice, False, clock() - start, record)
+        _timed(rt, choice, False, clock() - start, kernel_seconds, record)
     return all(ran)
 
 

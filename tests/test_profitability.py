@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +98,33 @@ def test_a_tie_fuses_and_model_mode_never_times():
     assert not choice.fused and not choice.timed and choice.rule == "model"
 
 
+def test_a_kernel_slower_fused_runs_apart_whatever_the_launches_saved():
+    # fused saves launches (faster by wall time) but its kernel takes 1.10x its members': apart
+    slower = profit.decided(1.0, 1.6, 3, "measured", 0.33, 0.30)
+    assert not slower.fused
+    assert slower.text == ("unfused: measured 1.10x slower fused in kernel time, though 1.60x faster fused with the "
+                           "launches (the launches saved do not grow with the data) (best of 3 trial(s) each way)")
+    within = profit.decided(1.0, 1.6, 3, "measured", 0.31, 0.30)  # within KERNEL_SLACK: wall time decides
+    assert within.fused and within.text == "fused: measured 1.60x faster fused (best of 3 trial(s) each way)"
+    assert not profit.decided(2.0, 1.0, 3, "measured", 0.1, 0.3).fused  # a faster kernel, a slower whole: apart
+    assert profit.decided(1.0, 1.6, 3, "measured", None, 0.30).fused  # a kernel without a timer: wall time alone
+
+
+def test_each_side_decides_by_its_best_kernel_time_and_an_untimed_one_leaves_wall_time_alone():
+    entry = profit.Entry()
+    always = lambda runs: (True, "fused: model")  # noqa: E731
+    for wall, kernel in ((1.0, 0.40), (1.6, 0.31), (1.1, 0.35), (1.7, 0.30)):  # fused, apart, fused, apart
+        choice = profit.choose(entry, "measure", 2, always)
+        decision = profit.timed(entry, choice.fused, wall, 2, kernel)
+    assert profit.best_kernel_times(entry) == (0.35, 0.30)
+    assert not decision.fused and "1.17x slower fused in kernel time" in decision.text
+    untimed = profit.Entry()
+    for wall, kernel in ((1.0, 0.40), (1.6, None), (1.1, 0.35), (1.7, 0.30)):
+        choice = profit.choose(untimed, "measure", 2, always)
+        decision = profit.timed(untimed, choice.fused, wall, 2, kernel)
+    assert profit.best_kernel_times(untimed) == (None, None) and decision.fused
+
+
 def test_runs_the_model_keeps_apart_are_timings_of_that_side():
     entry = profit.Entry()
     judge = lambda runs: (runs >= 3, "model says")  # noqa: E731
@@ -139,6 +167,21 @@ def test_an_unknown_mode_is_an_error_naming_the_choices(monkeypatch):
 
 
 # --- in the pipeline, with injected timings ---------------------------------------------------------------------
+@pytest.mark.backend("null")
+def test_a_group_faster_by_its_launches_but_slower_in_kernel_time_runs_apart(measure, fresh_stats):
+    pk.enable_fusion()
+    book = context.current().profit
+    book.clock = costed_clock(1.0, 1.0)  # fused: one launch against two, so faster by wall time
+    book.kernel_time = lambda kernels: sum(1.2 if k.fused else 0.5 for k in kernels)  # its kernel 1.2x slower
+    launches = context.current().backend.launches
+    steps(6, *fresh_views())  # 4 trials, then the decision planned (step 5) and rerun (step 6)
+    assert [l.fused for l in launches] == [True, False, False, True, False, False] + [False] * 4
+    decision = ("unfused: measured 1.20x slower fused in kernel time, though 2.00x faster fused with the launches "
+                "(the launches saved do not grow with the data) (best of 2 trial(s) each way)")
+    assert last_choices(2) == [decision] * 2
+    assert "2 calls run apart; calls 0..1; unfused: measured 1.20x slower fused in kernel time" in pk.explain(1)
+
+
 @pytest.mark.backend("null")
 @pytest.mark.parametrize("fused_cost, decided_fused", [(10.0, False), (1.0, True)])
 def test_measurement_decides_and_later_occurrences_follow_without_timing(measure, fresh_stats, fused_cost,
@@ -334,15 +377,27 @@ def test_decision_files_are_checked_before_use(tmp_path, monkeypatch):
     monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path))
     key = decisions.digest("group", "python", (7, 12))
     decisions.save(key, False, 2.0, 1.0, 3)
-    assert decisions.load(key) == {"fused": False, "fused_s": 2.0, "apart_s": 1.0, "trials": 3}
+    assert decisions.load(key) == {"fused": False, "fused_s": 2.0, "apart_s": 1.0, "fused_k": None, "apart_k": None,
+                                   "trials": 3}
+    decisions.save(key, True, 1.0, 2.0, 3, 0.5, 0.25)
+    assert decisions.load(key)["fused_k"] == 0.5 and decisions.load(key)["apart_k"] == 0.25
     path = next(tmp_path.rglob("*.json"))
     assert decisions.problem(path) is None
     os.chmod(path, 0o666)
     with pytest.warns(UserWarning, match="writable by other users"):
         assert decisions.load(key) is None
     os.chmod(path, 0o600)
-    path.write_text(json.dumps({"format": 1, "key": key, "entry": {"fused": "yes"}}))
+    path.write_text(json.dumps({"format": 2, "key": key, "entry": {"fused": "yes"}}))
     assert "damaged" in decisions.problem(path)
+    entry = {"fused": True, "fused_s": 1.0, "apart_s": 2.0, "fused_k": -1.0, "apart_k": None, "trials": 3}
+    path.write_text(json.dumps({"format": 2, "key": key, "entry": entry}))
+    assert "damaged" in decisions.problem(path)
+    entry["fused_k"] = 1.0
+    path.write_text(json.dumps({"format": 1, "key": key, "entry": entry}))  # an older kfuse's: measured again, quietly
+    assert decisions.problem(path) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert decisions.load(key) is None
 
 
 # --- compiled kernels, real clock (no assertion on which side wins) ---------------------------------------------

@@ -11,7 +11,11 @@ never changes a result, only the time.
   apart (each occurrence runs once, on the program's own data, so kernels like ``A += B`` are safe) until
   each side has ``KFUSE_PROFIT_TRIALS`` timings; the best of each side decides, for this process and, through
   the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count as timings
-  of that side.
+  of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
+  and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused
+  wins when it is no slower by the first and at most ``KERNEL_SLACK`` slower by the second: the launches saved
+  cost the same at every size, while a slower kernel loses more the more data the group sweeps, so a group
+  whose kernel is slower must not be fused on the strength of launch savings at one size.
 
 A ``Book`` (one per runtime) holds the state; the pipeline asks ``choose`` before a group runs and reports a
 timed run with ``timed``. Timings come from ``Book.clock`` around the launches alone (kernels are built
@@ -25,6 +29,8 @@ from dataclasses import dataclass, field
 from . import cost
 
 _KEPT = 4096  # signatures remembered in a process; a program whose sizes change every step must not grow forever
+KERNEL_SLACK = 1.05  # the fused kernel may take this much longer than its members' (the timer's spread between
+#                      best-of-trials runs; issue 16 allows a group no lower than 0.95x)
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,8 @@ class Entry:
     seen: int = 0
     fused_s: list = field(default_factory=list)
     apart_s: list = field(default_factory=list)
+    fused_k: list = field(default_factory=list)  # kernel seconds of each timing (None: the backend has no timer)
+    apart_k: list = field(default_factory=list)
     decision: Choice | None = None
     looked_up: bool = False  # the cache folder was asked for a decision already
     stored_as: str = ""  # the decision's key in the cache folder (compiler/decisions.py)
@@ -58,11 +66,14 @@ class Entry:
 
 
 class Book:
-    """A runtime's profitability state: an ``Entry`` per group signature, and the clock trials are timed with."""
+    """A runtime's profitability state: an ``Entry`` per group signature, the clock trials are timed with, and
+    ``kernel_time(kernels)``: the kernel seconds of the last launch of each of ``kernels``, summed (None where a
+    kernel has no timer of its own)."""
 
     def __init__(self):
         self.entries: dict = {}
         self.clock = time.perf_counter
+        self.kernel_time = kernel_time
 
     def entry(self, signature) -> Entry:
         found = self.entries.get(signature)
@@ -71,6 +82,17 @@ class Book:
                 self.entries.clear()
             found = self.entries[signature] = Entry()
         return found
+
+
+def kernel_time(kernels) -> float | None:
+    """The C++-timed seconds of the kernels' last launches (kfuse/runtime/launch.py ``last_seconds``), summed."""
+    total = 0.0
+    for kernel in kernels:
+        seconds = getattr(kernel, "last_seconds", None)
+        if seconds is None:
+            return None
+        total += seconds
+    return total
 
 
 def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
@@ -121,23 +143,40 @@ def _next_side(entry: Entry, trials: int) -> bool:
     return len(entry.fused_s) <= len(entry.apart_s)
 
 
-def timed(entry: Entry, fused: bool, seconds: float, trials: int) -> Choice | None:
-    """Record one timed occurrence; the decision when this completed the measurement (else None)."""
+def timed(entry: Entry, fused: bool, seconds: float, trials: int, kernel_seconds: float | None = None) -> Choice | None:
+    """Record one timed occurrence (``kernel_seconds``: its kernels' own time, if known); the decision when this
+    completed the measurement (else None)."""
     (entry.fused_s if fused else entry.apart_s).append(seconds)
+    (entry.fused_k if fused else entry.apart_k).append(kernel_seconds)
     trials = max(1, trials)
     if entry.decision is None and len(entry.fused_s) >= trials and len(entry.apart_s) >= trials:
-        entry.decision = decided(min(entry.fused_s), min(entry.apart_s), trials, "measured")
+        entry.decision = decided(min(entry.fused_s), min(entry.apart_s), trials, "measured",
+                                 *best_kernel_times(entry))
         return entry.decision
     return None
 
 
-def decided(fused_s: float, apart_s: float, trials: int, rule: str) -> Choice:
-    """The faster side (fused on a tie: fewer launches, less memory), in explain()'s words."""
+def best_kernel_times(entry: Entry) -> tuple:
+    """(fused, apart): the least kernel seconds of each side's timings, None where one of them was not timed."""
+    if None in entry.fused_k or None in entry.apart_k or not entry.fused_k or not entry.apart_k:
+        return None, None
+    return min(entry.fused_k), min(entry.apart_k)
+
+
+def decided(fused_s: float, apart_s: float, trials: int, rule: str, fused_k: float | None = None,
+            apart_k: float | None = None) -> Choice:
+    """Fused when no slower in wall time (a tie fuses: fewer launches, less memory) and, where kernel times are
+    known, at most ``KERNEL_SLACK`` slower in them; in explain()'s words."""
     fuse = fused_s <= apart_s
     if fuse:
         how = f"{apart_s / fused_s:.2f}x faster fused" if fused_s > 0 else "no slower fused"
     else:
         how = f"{fused_s / apart_s:.2f}x slower fused" if apart_s > 0 else "slower fused"
+    kernel_slower = fused_k is not None and apart_k is not None and fused_k > KERNEL_SLACK * apart_k
+    if fuse and kernel_slower:
+        fuse = False
+        how = (f"{fused_k / apart_k:.2f}x slower fused in kernel time, though {how} with the launches (the "
+               f"launches saved do not grow with the data)" if apart_k > 0 else "slower fused in kernel time")
     where = "" if rule == "measured" else "; remembered from an earlier process"
     return Choice(fuse, rule, f"{'fused' if fuse else 'unfused'}: measured {how} (best of {trials} trial(s) each "
                   f"way{where})")
