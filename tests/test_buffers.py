@@ -28,6 +28,24 @@ def test_a_dropped_result_hands_its_memory_to_the_next_result_of_that_size():
     assert_ulps(np.asarray(second), np.log(data()))
 
 
+@pytest.mark.parametrize("fusion", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.bool_])
+def test_what_pooled_memory_held_never_reaches_a_result(dtype, fusion):
+    """A product's chunk values (one float64 or int64 per chunk) come from the pool: NaN or garbage left there by an
+    earlier result must not reach the product."""
+    if fusion:
+        pk.enable_fusion()
+    for held in (np.float64, np.int64):
+        dirty = pk.full(1, np.nan if held is np.float64 else -7, dtype=held)
+        reused = pk.exp(dirty) if held is np.float64 else pk.multiply(dirty, 3)  # a pooled (1,) result ...
+        np.asarray(reused)  # (run)
+        del reused  # ... dropped with NaN or -21 in it
+    a = np.array([2, 3, 1], dtype=dtype)
+    got = pk.prod(pk.array(a))
+    got = got.value() if isinstance(got, pk.Future) else got  # (a Future with fusion on)
+    assert got == np.prod(a) and type(got) is (float if dtype in (np.float64, np.float32) else int)
+
+
 def test_memory_something_still_refers_to_is_never_handed_out():
     x = pk.array(data())
     kept_view = pk.exp(x)

@@ -669,10 +669,22 @@ def pick_value_int_k(i, acc: Acc[int64], vals, largest):
 
 @workunit
 def chunk_prod_k(c, vals, a, chunk):
-    """Product of chunk c of a (kernel reductions only sum; a second launch multiplies the chunks)."""
+    """Product of chunk c of a (kernel reductions only sum; a second launch multiplies the chunks). The product
+    starts from a literal: ``vals`` is new memory, whatever it held (NaN included) must not reach it."""
     begin = c * chunk
     end = min(begin + chunk, a.extent(0))
-    p = vals[c] * 0 + 1
+    p = 1.0
+    for j in range(begin, end):
+        p *= a[j]
+    vals[c] = p
+
+
+@workunit
+def chunk_prod_int_k(c, vals, a, chunk):
+    """``chunk_prod_k`` for integer and bool arrays: int64 products, wrapping as NumPy's."""
+    begin = c * chunk
+    end = min(begin + chunk, a.extent(0))
+    p: int64 = 1
     for j in range(begin, end):
         p *= a[j]
     vals[c] = p

@@ -112,7 +112,7 @@ def prod(a, axis=None, out=None, keepdims=False):
         chunk = builtins.max(64, -(-f.size // _MAX_CHUNKS))
         n_chunks = -(-f.size // chunk)
         vals = new_view(n_chunks, np.int64 if integral else np.float64)
-        parallel_for(n_chunks, k.chunk_prod_k, vals=vals, a=f, chunk=chunk)
+        parallel_for(n_chunks, k.chunk_prod_int_k if integral else k.chunk_prod_k, vals=vals, a=f, chunk=chunk)
         return parallel_reduce(1, k.pick_prod_int_k if integral else k.pick_prod_k, vals=vals)
 
     wu = k.rows_prod_int_k if integral else k.rows_prod_k
