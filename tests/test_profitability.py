@@ -469,10 +469,10 @@ def test_summaries_and_launch_counts_show_groups_run_apart():
 def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
     from kfuse.bench import measure, report
 
-    eager = {"seconds": 1.0, "launches": [("add", 0.002, False), ("mul", 0.002, False)], "flushes": []}
-    apart = {"seconds": 1.0, "launches": [("add", 0.002, False), ("mul", 0.002, False)],
+    eager = {"seconds": 1.0, "launches": [("add", 0.002, False, None), ("mul", 0.002, False, None)], "flushes": []}
+    apart = {"seconds": 1.0, "launches": [("add", 0.002, False, 1), ("mul", 0.002, False, 1)],
              "flushes": [_record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)]}
-    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True)],
+    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True, 1)],
              "flushes": [_record(1, "fused: measured 4.00x faster fused (best of 3 trial(s) each way)", "add__mul")]}
     modes = [("uo", "none"), ("o", "all")]
     (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [apart]}, modes, 1, [])
@@ -493,6 +493,43 @@ def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
     text = report.markdown(data)
     assert "| apart | unfused: measured 2.00x slower fused |" in text
     assert "Run apart by a profitability decision (1): s: add+mul." in text
+
+
+def test_the_bench_compares_a_group_with_the_same_calls_launched_apart():
+    """A group formed only where add and mul meet c (flush 2 of the traced run) is compared with add and mul at
+    that place, not with their median over every launch."""
+    from kfuse.bench import measure
+    from kfuse.fuser.explain import FlushRecord
+
+    def record(number, names, groups, kernel=None):
+        rec = FlushRecord(number, names, groups, [], 0.0, "", True)
+        if kernel:
+            rec.kernels[groups[0][0]] = kernel
+            rec.choices[groups[0][0]] = "fused: KFUSE_PROFIT=off"
+        return rec
+
+    eager = {"seconds": 1.0, "flushes": [], "launches": [
+        ("add", 0.001, False, None), ("mul", 0.001, False, None), ("add", 0.001, False, None),
+        ("mul", 0.001, False, None), ("c", 0.001, False, None), ("add", 0.004, False, None),
+        ("mul", 0.004, False, None), ("c", 0.001, False, None)]}
+    traced = {"seconds": 1.0, "launches": [
+        ("add", 0.001, False, 1), ("mul", 0.001, False, 1), ("add", 0.001, False, 1), ("mul", 0.001, False, 1),
+        ("c", 0.001, False, 2), ("add", 0.004, False, 2), ("mul", 0.004, False, 2), ("c", 0.001, False, 2)],
+        "flushes": [record(1, ["add", "mul", "add", "mul"], [[0], [1], [2], [3]]),
+                    record(2, ["c", "add", "mul", "c"], [[0], [1], [2], [3]])]}
+    fused = {"seconds": 1.0, "launches": [("c", 0.001, False, 3), ("add__mul", 0.006, True, 3),
+                                          ("c", 0.001, False, 3)],
+             "flushes": [record(3, ["c", "add", "mul", "c"], [[1, 2], [0], [3]], "add__mul")]}
+    runs = {"eager": [eager], "trace": [traced], "uo": [fused], "o": [fused]}
+    (row,) = measure._group_rows(runs, [("uo", "none"), ("o", "all")], 1, [])
+    assert row["unfused_from"] == "the same calls traced" and row["unfused_ms"] == 8.0
+    assert abs(row["speedup_o"] - 8.0 / 6.0) < 1e-12  # against every launch's median (2 ms) it would be 0.33x
+    (row,) = measure._group_rows(dict(runs, trace=[]), [("uo", "none"), ("o", "all")], 1, [])
+    assert row["unfused_from"] == "all eager launches" and row["unfused_ms"] == 2.0
+    # a fused flush without the traced flush's calls (its c ran untraced): wherever add then mul run traced
+    fused["flushes"] = [record(3, ["add", "mul", "c"], [[0, 1], [2]], "add__mul")]
+    (row,) = measure._group_rows(runs, [("uo", "none"), ("o", "all")], 1, [])
+    assert row["unfused_from"] == "the same calls traced" and row["unfused_ms"] == 2.0  # median of 2, 2 and 8 ms
 
 
 def test_processes_deciding_the_same_group_at_once_leave_a_whole_decision(tmp_path):

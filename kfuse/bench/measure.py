@@ -131,7 +131,7 @@ def settle(go, transforms: str | None) -> list:
 def _per_launch(runs: list, fused: bool) -> dict:
     times = defaultdict(list)
     for run in runs:
-        for name, seconds, is_fused in run["launches"]:
+        for name, seconds, is_fused, _ in run["launches"]:
             if is_fused == fused:
                 times[name].append(seconds)
     return times
@@ -170,7 +170,7 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     result = {"size": size, "repeat": repeat}
     for m in ("eager", "trace", "uo", "o"):
         result[f"{_E2E[m]}_s"] = spread(r["seconds"] for r in runs[m])
-        result[f"{m}_kernel_s"] = spread(sum(s for _, s, _ in r["launches"]) for r in runs[m])
+        result[f"{m}_kernel_s"] = spread(sum(entry[1] for entry in r["launches"]) for r in runs[m])
     eager, trace = result["eager_s"]["median"], result["trace_s"]["median"]
     result["trace_overhead_pct"] = 100.0 * (trace - eager) / eager
     result["fused_vs_eager_speedup"] = eager / result["fused_s"]["median"]
@@ -189,18 +189,64 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     return result
 
 
+def _traced_flushes(runs: list) -> list:
+    """The traced-only runs' flushes: (its calls' names, each call's launch seconds in call order), for the flushes
+    whose calls each launched exactly once."""
+    found = []
+    for run in runs:
+        by_flush = defaultdict(list)
+        for _, seconds, _, flush in run["launches"]:
+            if flush is not None:
+                by_flush[flush].append(seconds)
+        for rec in run["flushes"]:
+            times = by_flush.get(rec.number, [])
+            if len(times) == len(rec.call_names):
+                found.append((tuple(rec.call_names), times))
+    return found
+
+
+def _same_calls_apart(runs: list, kernel: str, traced: list) -> list:
+    """The seconds of a fused group's members launched apart where the same calls run in the traced-only runs, one
+    sum per place found: in traced flushes of the same calls as the group's flush, or, where none is (calls that
+    ran untraced in the fused run leave its flushes shorter), wherever the group's stretch of calls (its first member
+    to its last) runs. So a group that runs only at some steps (ExaMiniMD's thermo steps) is compared with its
+    members at those steps, not at every step."""
+    places = set()
+    for run in runs:
+        for rec in run["flushes"]:
+            for g in rec.groups:
+                if len(g) > 1 and not rec.apart(g) and rec.kernels.get(g[0]) == kernel:
+                    places.add((tuple(rec.call_names), tuple(g)))
+    sums = []
+    for names, g in places:
+        same = [times for traced_names, times in traced if traced_names == names]
+        if same:
+            sums += [sum(times[i] for i in g) for times in same]
+            continue
+        stretch, offsets = names[g[0]:g[-1] + 1], [i - g[0] for i in g]
+        for traced_names, times in traced:
+            for start in range(len(traced_names) - len(stretch) + 1):
+                if traced_names[start] == stretch[0] and traced_names[start:start + len(stretch)] == stretch:
+                    sums.append(sum(times[start + k] for k in offsets))
+    return sums
+
+
 def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
+    traced = _traced_flushes(runs.get("trace", []))
     rows = []
     for fused, (members, decision) in _groups([*runs["o"], {"flushes": untraced}]).items():
         missing = [n for n in members if n not in eager]
-        unfused = None if missing else sum(eager[n] for n in members)
+        unfused, baseline = None if missing else sum(eager[n] for n in members), "all eager launches"
         apart = fused.startswith("apart:")
+        paired = [] if apart else _same_calls_apart(runs["o"], fused, traced)
+        if paired:
+            unfused, baseline = statistics.median(paired), "the same calls traced"
         row = {"name": label(members), "kernel": None if apart else fused, "kernels": len(members),
                "run": "apart" if apart else "fused", "decision": decision,
                "launches_per_run": len(fused_times["o"].get(fused, [])) / max(1, repeat),
-               "unfused_ms": unfused * 1e3 if unfused is not None else None}
+               "unfused_ms": unfused * 1e3 if unfused is not None else None, "unfused_from": baseline}
         for m, key in (("uo", "fused_uo"), ("o", "fused_o")):
             s = _ms(spread(fused_times[m].get(fused, [])))
             row[f"{key}_ms"], row[f"{key}_range_ms"] = s["median"], [s["min"], s["max"]]
