@@ -85,6 +85,7 @@ class KernelCall:
     result: object = None  # the Future a reduction/scan call delivers
     failure: object = None  # the tracer's Failure that kept this call from running, if one did
     request: tuple | None = None  # (op, (policy, workunit), kwargs) as the program made it (kfuse/rerun.py)
+    position: int | None = None  # its place among the program's kernel calls (``Runtime.calls_made``), if traced
 
     @property
     def op(self) -> str:

@@ -37,6 +37,7 @@ def _split(args: tuple):
 
 def _dispatch(op: str, args: tuple, kwargs: dict):
     rt = context.current()
+    rt.calls_made += 1
     if rt.rerun.templates and rt.enabled and rt.rerun.wants(args):  # a repeated flush's calls cost a comparison
         with guard.lock:
             result = rt.rerun.take(rt, op, args, kwargs)
@@ -62,7 +63,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
                 result = run_bound(rt, binding, bound, values)
                 return result if op == "for" else done(binding.prepared.spec.accs[0], result)
             call = binding.call(bound, values)
-            call.site = _call_site()
+            call.site, call.position = _call_site(), rt.calls_made
             if not positional and type(wu) is Workunit:
                 call.request = (op, (policy, wu), kwargs)  # as the program made it (kfuse/rerun.py)
             return rt.log(call)  # runs at once if it touches memory the host reaches past barriers

@@ -60,6 +60,7 @@ class Runtime:
         self.records: deque = deque(maxlen=_RECORDS_KEPT)  # explain()'s flush records
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0
+        self.calls_made = 0  # kernel calls the program made (kfuse/dispatch.py): a call's place in the program
         self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
 
     @property
@@ -76,11 +77,6 @@ class Runtime:
         """No trace entry, recorded array operation, call matched by a rerun or failure standing: the host may
         act on any View now, as nothing waits to run and nothing was lost."""
         return not (self.logged.entries or self.batch is not None or self.rerun.matched or self.failures)
-
-    def flush_running(self) -> int | None:
-        """The explain record number of the flush whose calls run now, else None (the bench's launch profile
-        pairs a fused group with the same calls launched apart by it, kfuse/bench/measure.py)."""
-        return self.flush_count if self._running else None
 
     def nothing_pending(self) -> bool:
         """Idle (a failure standing counts: a call may read what one lost; traced, it is poisoned and reports at

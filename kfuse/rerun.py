@@ -255,6 +255,7 @@ class Rerun:
         self.futures: list = []  # per matched step, the Future a reduction or scan returned (else None)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
         self.spent = 0.0  # seconds the matched calls took to count (a repetition's timing, untraced.Trial)
+        self.first_call = None  # the program's place of the first matched call (Runtime.calls_made)
         self.untraced: _Untraced | None = None  # a repetition running untraced
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
@@ -315,7 +316,7 @@ class Rerun:
             return MISS
         first = survivors[0]
         if not matched:
-            self.futures, self.spent = [], 0.0
+            self.futures, self.spent, self.first_call = [], 0.0, rt.calls_made
         if not matched or len(survivors) != len(alive):  # else self.alive stands
             self.alive = survivors
         step = first.template.steps[matched]
@@ -452,7 +453,7 @@ class Rerun:
         head = [e.call for e in trace.entries]
         trace.clear()  # the head: it runs now
         rt.counts["flushes"] += 1
-        record = explain.rerun(rt, template.record)
+        record = explain.rerun(rt, template.record, head[0].position if head else self.first_call)
         rt.backend.enter_thread()
         rt._running = True
         try:

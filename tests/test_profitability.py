@@ -469,10 +469,11 @@ def test_summaries_and_launch_counts_show_groups_run_apart():
 def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
     from kfuse.bench import measure, report
 
-    eager = {"seconds": 1.0, "launches": [("add", 0.002, False, None), ("mul", 0.002, False, None)], "flushes": []}
-    apart = {"seconds": 1.0, "launches": [("add", 0.002, False, 1), ("mul", 0.002, False, 1)],
+    eager = {"seconds": 1.0, "launches": [("add", 0.002, False, 1), ("mul", 0.002, False, 2)], "flushes": [],
+             "first_call": 1}
+    apart = {"seconds": 1.0, "launches": [("add", 0.002, False, 2), ("mul", 0.002, False, 2)], "first_call": 1,
              "flushes": [_record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)]}
-    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True, 1)],
+    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True, 2)], "first_call": 1,
              "flushes": [_record(1, "fused: measured 4.00x faster fused (best of 3 trial(s) each way)", "add__mul")]}
     modes = [("uo", "none"), ("o", "all")]
     (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [apart]}, modes, 1, [])
@@ -495,41 +496,38 @@ def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
     assert "Run apart by a profitability decision (1): s: add+mul." in text
 
 
-def test_the_bench_compares_a_group_with_the_same_calls_launched_apart():
-    """A group formed only where add and mul meet c (flush 2 of the traced run) is compared with add and mul at
-    that place, not with their median over every launch."""
+def test_the_bench_compares_a_group_with_its_own_calls_run_eagerly():
+    """Kernel times change from step to step: a group formed at the second of two steps of the same calls (a thermo
+    step, say) is compared with its members eager at that step's calls (places 4-6 of the run), not with their median
+    over every launch."""
     from kfuse.bench import measure
     from kfuse.fuser.explain import FlushRecord
 
-    def record(number, names, groups, kernel=None):
-        rec = FlushRecord(number, names, groups, [], 0.0, "", True)
+    def record(number, groups, first_call, kernel=None):
+        rec = FlushRecord(number, ["c", "add", "mul"], groups, [], 0.0, "", True, first_call=first_call)
         if kernel:
             rec.kernels[groups[0][0]] = kernel
             rec.choices[groups[0][0]] = "fused: KFUSE_PROFIT=off"
         return rec
 
-    eager = {"seconds": 1.0, "flushes": [], "launches": [
-        ("add", 0.001, False, None), ("mul", 0.001, False, None), ("add", 0.001, False, None),
-        ("mul", 0.001, False, None), ("c", 0.001, False, None), ("add", 0.004, False, None),
-        ("mul", 0.004, False, None), ("c", 0.001, False, None)]}
-    traced = {"seconds": 1.0, "launches": [
-        ("add", 0.001, False, 1), ("mul", 0.001, False, 1), ("add", 0.001, False, 1), ("mul", 0.001, False, 1),
-        ("c", 0.001, False, 2), ("add", 0.004, False, 2), ("mul", 0.004, False, 2), ("c", 0.001, False, 2)],
-        "flushes": [record(1, ["add", "mul", "add", "mul"], [[0], [1], [2], [3]]),
-                    record(2, ["c", "add", "mul", "c"], [[0], [1], [2], [3]])]}
-    fused = {"seconds": 1.0, "launches": [("c", 0.001, False, 3), ("add__mul", 0.006, True, 3),
-                                          ("c", 0.001, False, 3)],
-             "flushes": [record(3, ["c", "add", "mul", "c"], [[1, 2], [0], [3]], "add__mul")]}
-    runs = {"eager": [eager], "trace": [traced], "uo": [fused], "o": [fused]}
-    (row,) = measure._group_rows(runs, [("uo", "none"), ("o", "all")], 1, [])
-    assert row["unfused_from"] == "the same calls traced" and row["unfused_ms"] == 8.0
-    assert abs(row["speedup_o"] - 8.0 / 6.0) < 1e-12  # against every launch's median (2 ms) it would be 0.33x
-    (row,) = measure._group_rows(dict(runs, trace=[]), [("uo", "none"), ("o", "all")], 1, [])
-    assert row["unfused_from"] == "all eager launches" and row["unfused_ms"] == 2.0
-    # a fused flush without the traced flush's calls (its c ran untraced): wherever add then mul run traced
-    fused["flushes"] = [record(3, ["add", "mul", "c"], [[0, 1], [2]], "add__mul")]
-    (row,) = measure._group_rows(runs, [("uo", "none"), ("o", "all")], 1, [])
-    assert row["unfused_from"] == "the same calls traced" and row["unfused_ms"] == 2.0  # median of 2, 2 and 8 ms
+    eager = {"seconds": 1.0, "flushes": [], "first_call": 101, "launches": [
+        ("c", 0.001, False, 101), ("add", 0.001, False, 102), ("mul", 0.001, False, 103),
+        ("c", 0.001, False, 104), ("add", 0.004, False, 105), ("mul", 0.004, False, 106)]}
+    fused = {"seconds": 1.0, "first_call": 201, "flushes": [
+        record(7, [[0], [1], [2]], 201), record(8, [[1, 2], [0]], 204, "add__mul")], "launches": [
+        ("c", 0.001, False, 201), ("add", 0.001, False, 202), ("mul", 0.001, False, 203),
+        ("c", 0.001, False, 206), ("add__mul", 0.006, True, 206)]}
+    modes = [("uo", "none"), ("o", "all")]
+    runs = {"eager": [eager], "uo": [fused], "o": [fused]}
+    (row,) = measure._group_rows(runs, modes, 1, [])
+    assert row["unfused_from"] == "the same calls eager" and row["unfused_ms"] == 8.0
+    assert abs(row["speedup_o"] - 8.0 / 6.0) < 1e-12  # against every launch's median (5 ms) it would be 0.83x
+    fused["flushes"][1].first_call = None  # (an array operation group: no place in the program's calls)
+    (row,) = measure._group_rows(runs, modes, 1, [])
+    assert row["unfused_from"] == "all eager launches" and row["unfused_ms"] == 5.0
+    fused["flushes"][1].first_call = 203  # places whose eager calls are other kernels: not paired
+    (row,) = measure._group_rows(runs, modes, 1, [])
+    assert row["unfused_from"] == "all eager launches"
 
 
 def test_processes_deciding_the_same_group_at_once_leave_a_whole_decision(tmp_path):

@@ -63,12 +63,13 @@ def _flushes(into: list):
 def run_once(go, mode: str, transforms: str | None) -> dict:
     profile, flushes = [], []
     launch.profile = profile
+    first_call = context.current().calls_made + 1  # the place of the run's first kernel call
     try:
         with _flushes(flushes), fusion_mode(mode, transforms):
             seconds = go()
     finally:
         launch.profile = None
-    return {"seconds": seconds, "launches": profile, "flushes": flushes}
+    return {"seconds": seconds, "launches": profile, "flushes": flushes, "first_call": first_call}
 
 
 def spread(values) -> dict:
@@ -189,60 +190,39 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     return result
 
 
-def _traced_flushes(runs: list) -> list:
-    """The traced-only runs' flushes: (its calls' names, each call's launch seconds in call order), for the flushes
-    whose calls each launched exactly once."""
-    found = []
-    for run in runs:
-        by_flush = defaultdict(list)
-        for _, seconds, _, flush in run["launches"]:
-            if flush is not None:
-                by_flush[flush].append(seconds)
+def _same_calls_eager(runs: list, kernel: str, eager_runs: list) -> list:
+    """The seconds of a fused group's members launched eagerly at exactly its calls, one sum per occurrence: a
+    flush's calls are the program's next calls in a row from its ``first_call`` (``Runtime.calls_made``), so its
+    k-th call is the eager run's call at that place (same repeat, places counted from the run's start; the names
+    must agree, else that occurrence is left out). A kernel's time changes from step to step (ExaMiniMD's force loop
+    doubles over 40 steps as the atoms leave their lattice), so a group that runs at some steps only (the thermo
+    steps) is compared with its members at those steps."""
+    sums = []
+    for run, eager in zip(runs, eager_runs):
+        at = {place - eager["first_call"]: (name, seconds) for name, seconds, _, place in eager["launches"]}
         for rec in run["flushes"]:
-            times = by_flush.get(rec.number, [])
-            if len(times) == len(rec.call_names):
-                found.append((tuple(rec.call_names), times))
-    return found
-
-
-def _same_calls_apart(runs: list, kernel: str, traced: list) -> list:
-    """The seconds of a fused group's members launched apart where the same calls run in the traced-only runs, one
-    sum per place found: in traced flushes of the same calls as the group's flush, or, where none is (calls that
-    ran untraced in the fused run leave its flushes shorter), wherever the group's stretch of calls (its first member
-    to its last) runs. So a group that runs only at some steps (ExaMiniMD's thermo steps) is compared with its
-    members at those steps, not at every step."""
-    places = set()
-    for run in runs:
-        for rec in run["flushes"]:
+            if rec.first_call is None:
+                continue
+            start = rec.first_call - run["first_call"]
             for g in rec.groups:
                 if len(g) > 1 and not rec.apart(g) and rec.kernels.get(g[0]) == kernel:
-                    places.add((tuple(rec.call_names), tuple(g)))
-    sums = []
-    for names, g in places:
-        same = [times for traced_names, times in traced if traced_names == names]
-        if same:
-            sums += [sum(times[i] for i in g) for times in same]
-            continue
-        stretch, offsets = names[g[0]:g[-1] + 1], [i - g[0] for i in g]
-        for traced_names, times in traced:
-            for start in range(len(traced_names) - len(stretch) + 1):
-                if traced_names[start] == stretch[0] and traced_names[start:start + len(stretch)] == stretch:
-                    sums.append(sum(times[start + k] for k in offsets))
+                    found = [at.get(start + i) for i in g]
+                    if all(f is not None and f[0] == rec.call_names[i] for f, i in zip(found, g)):
+                        sums.append(sum(f[1] for f in found))
     return sums
 
 
 def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
-    traced = _traced_flushes(runs.get("trace", []))
     rows = []
     for fused, (members, decision) in _groups([*runs["o"], {"flushes": untraced}]).items():
         missing = [n for n in members if n not in eager]
         unfused, baseline = None if missing else sum(eager[n] for n in members), "all eager launches"
         apart = fused.startswith("apart:")
-        paired = [] if apart else _same_calls_apart(runs["o"], fused, traced)
+        paired = [] if apart else _same_calls_eager(runs["o"], fused, runs["eager"])
         if paired:
-            unfused, baseline = statistics.median(paired), "the same calls traced"
+            unfused, baseline = statistics.median(paired), "the same calls eager"
         row = {"name": label(members), "kernel": None if apart else fused, "kernels": len(members),
                "run": "apart" if apart else "fused", "decision": decision,
                "launches_per_run": len(fused_times["o"].get(fused, [])) / max(1, repeat),

@@ -70,9 +70,9 @@ def markdown(data: dict) -> str:
     out += ["## Fused groups: kernel time per launch (C++-timed, ms)", "",
             "Groups the fuser formed; *run* says whether the O runs launched the fused kernel or, by a "
             "profitability decision (KFUSE_PROFIT), the members apart (then no fused time, and the members' time "
-            "is what the program got: speedup 1.00x). *unfused* is the members' time where the same calls ran in "
-            "the traced-only runs (each launched alone), else, for a group whose calls never ran traced there, "
-            "the sum of their medians over every eager launch.", "",
+            "is what the program got: speedup 1.00x). *unfused* is the members' eager time at exactly the calls the "
+            "group fused (the same places in the program), else the sum of their medians over every eager "
+            "launch (each row's unfused_from).", "",
             "| subject | group | # kernels | launches/run | unfused | fused UO | fused O | speedup UO | speedup O "
             "| run | decided by |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in subs.items():

@@ -29,8 +29,8 @@ _errlen = ctypes.c_int64(_ERRLEN)
 _KERNEL_FAULT = 2  # the entry's return code when a thread faulted (codegen.kernel)
 
 
-#: When a list, every launch appends (kernel name, C++-measured seconds, fused?, the explain record number of the
-#: flush it belongs to or None) — used by kfuse.bench.
+#: When a list, every launch appends (kernel name, C++-measured seconds, fused?, ``Runtime.calls_made``: an eager
+#: call's own place among the program's kernel calls) — used by kfuse.bench.
 profile: list | None = None
 
 
@@ -116,7 +116,7 @@ class CompiledKernel:
         if self.fused:
             counts["fused_kernels_launched"] += 1
         if profile is not None:
-            profile.append((self.name, self._last_ns.value * 1e-9, self.fused, context.current().flush_running()))
+            profile.append((self.name, self._last_ns.value * 1e-9, self.fused, context.current().calls_made))
         return self._unpack(self._out) if self._unpack else ()
 
     @property
