@@ -434,8 +434,10 @@ class Rerun:
         Future becomes its entry's)."""
         match, matched = self.alive[0], self.matched
         self.matched, self.alive = 0, []
-        for step, future in zip(match.template.steps[:matched], self.futures):
-            trace.append(_with_result(match.call(step), future))
+        for k, (step, future) in enumerate(zip(match.template.steps[:matched], self.futures)):
+            call = _with_result(match.call(step), future)
+            call.position = self.first_call + k  # the matched calls were the program's next ones in a row
+            trace.append(call)
 
     # --- running ---------------------------------------------------------------------------------
     def run(self, rt) -> None:
@@ -470,7 +472,9 @@ class Rerun:
         finally:
             rt._running = False
             for i in template.tail:
-                trace.append(_with_result(match.call(template.steps[i]), self.futures[i]))
+                call = _with_result(match.call(template.steps[i]), self.futures[i])
+                call.position = self.first_call + i
+                trace.append(call)
             self.mark = trace.arrivals
         if template.trial is not None:
             self._timed(rt, template, False, self.spent + rt.profit.clock() - start)
