@@ -73,16 +73,16 @@ def measure(monkeypatch, tmp_path):
 
 
 # --- the rules themselves, without kernels ----------------------------------------------------------------------
-def test_trials_alternate_fused_first_then_the_faster_side_is_kept():
+def test_trials_go_fused_apart_apart_fused_then_the_faster_side_is_kept():
     entry = profit.Entry()
     always = lambda runs: (True, "fused: model")  # noqa: E731
     sides = []
-    for seconds in (3.0, 1.0, 2.5, 1.5):
+    for seconds in (3.0, 1.0, 1.5, 2.5):
         choice = profit.choose(entry, "measure", 2, always)
         assert choice.rule == "trial" and choice.timed
         sides.append(choice.fused)
         decision = profit.timed(entry, choice.fused, seconds, 2)
-    assert sides == [True, False, True, False]
+    assert sides == [True, False, False, True]  # each side meets both kinds of a step that repeats every 2
     assert decision is not None and not decision.fused and decision.rule == "measured"
     assert decision.text == "unfused: measured 2.50x slower fused (best of 2 trial(s) each way)"
     later = profit.choose(entry, "measure", 2, always)
@@ -113,13 +113,13 @@ def test_a_kernel_slower_fused_runs_apart_whatever_the_launches_saved():
 def test_each_side_decides_by_its_best_kernel_time_and_an_untimed_one_leaves_wall_time_alone():
     entry = profit.Entry()
     always = lambda runs: (True, "fused: model")  # noqa: E731
-    for wall, kernel in ((1.0, 0.40), (1.6, 0.31), (1.1, 0.35), (1.7, 0.30)):  # fused, apart, fused, apart
+    for wall, kernel in ((1.0, 0.40), (1.6, 0.31), (1.7, 0.30), (1.1, 0.35)):  # fused, apart, apart, fused
         choice = profit.choose(entry, "measure", 2, always)
         decision = profit.timed(entry, choice.fused, wall, 2, kernel)
     assert profit.best_kernel_times(entry) == (0.35, 0.30)
     assert not decision.fused and "1.17x slower fused in kernel time" in decision.text
     untimed = profit.Entry()
-    for wall, kernel in ((1.0, 0.40), (1.6, None), (1.1, 0.35), (1.7, 0.30)):
+    for wall, kernel in ((1.0, 0.40), (1.6, None), (1.7, 0.30), (1.1, 0.35)):
         choice = profit.choose(untimed, "measure", 2, always)
         decision = profit.timed(untimed, choice.fused, wall, 2, kernel)
     assert profit.best_kernel_times(untimed) == (None, None) and decision.fused
@@ -175,7 +175,7 @@ def test_a_group_faster_by_its_launches_but_slower_in_kernel_time_runs_apart(mea
     book.kernel_time = lambda kernels: sum(1.2 if k.fused else 0.5 for k in kernels)  # its kernel 1.2x slower
     launches = context.current().backend.launches
     steps(6, *fresh_views())  # 4 trials, then the decision planned (step 5) and rerun (step 6)
-    assert [l.fused for l in launches] == [True, False, False, True, False, False] + [False] * 4
+    assert [l.fused for l in launches] == [True, False, False, False, False, True] + [False] * 4
     decision = ("unfused: measured 1.20x slower fused in kernel time, though 2.00x faster fused with the launches "
                 "(the launches saved do not grow with the data) (best of 2 trial(s) each way)")
     assert last_choices(2) == [decision] * 2
@@ -192,7 +192,7 @@ def test_measurement_decides_and_later_occurrences_follow_without_timing(measure
     steps(6, *fresh_views())  # 4 trials, then the decision planned (step 5) and rerun (step 6)
     per_step = [tuple(l.fused for l in launches[k:k + 2]) for k in range(0, len(launches), 2)]
     fused_step, apart_step = (True,), (False, False)
-    trials = [fused_step, apart_step, fused_step, apart_step]
+    trials = [fused_step, apart_step, apart_step, fused_step]
     assert [l.fused for l in launches] == [s for step in trials for s in step] + \
         [s for step in [fused_step if decided_fused else apart_step] * 2 for s in step], per_step
     stats = pk.stats()
@@ -202,7 +202,7 @@ def test_measurement_decides_and_later_occurrences_follow_without_timing(measure
     ratio = f"{fused_cost / 2.0:.2f}x slower fused" if not decided_fused else f"{2.0 / fused_cost:.2f}x faster fused"
     word = "fused" if decided_fused else "unfused"
     assert last_choices(6) == ["fused: timing trial 1 of 2 fused", "unfused: timing trial 1 of 2 apart",
-                               "fused: timing trial 2 of 2 fused", "unfused: timing trial 2 of 2 apart"] + \
+                               "unfused: timing trial 2 of 2 apart", "fused: timing trial 2 of 2 fused"] + \
         [f"{word}: measured {ratio} (best of 2 trial(s) each way)"] * 2
     text = pk.explain(1)
     assert (f"pf_add + pf_scale  [{'fused 2 calls' if decided_fused else '2 calls run apart'}; calls 0..1; "
@@ -387,10 +387,10 @@ def test_decision_files_are_checked_before_use(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match="writable by other users"):
         assert decisions.load(key) is None
     os.chmod(path, 0o600)
-    path.write_text(json.dumps({"format": 2, "key": key, "entry": {"fused": "yes"}}))
+    path.write_text(json.dumps({"format": decisions.FORMAT, "key": key, "entry": {"fused": "yes"}}))
     assert "damaged" in decisions.problem(path)
     entry = {"fused": True, "fused_s": 1.0, "apart_s": 2.0, "fused_k": -1.0, "apart_k": None, "trials": 3}
-    path.write_text(json.dumps({"format": 2, "key": key, "entry": entry}))
+    path.write_text(json.dumps({"format": decisions.FORMAT, "key": key, "entry": entry}))
     assert "damaged" in decisions.problem(path)
     entry["fused_k"] = 1.0
     path.write_text(json.dumps({"format": 1, "key": key, "entry": entry}))  # an older kfuse's: measured again, quietly

@@ -21,7 +21,7 @@ from .. import config
 from .root import cache_root, using_cache
 from .trust import MISSING, problem as trust_problem, warn, write_private
 
-FORMAT = 2
+FORMAT = 3  # 2 kept kernel times; 3: trials in the order fused, apart, apart, fused (plain alternation could be biased)
 _FIELDS = {"fused": (bool,), "fused_s": (float,), "apart_s": (float,), "fused_k": (float, type(None)),
            "apart_k": (float, type(None)), "trials": (int,)}
 

@@ -7,8 +7,8 @@ never changes a result, only the time.
 
 - ``off``: every group runs fused.
 - ``model``: the cost model (fuser/cost.py) declines a compile that the runs seen so far have not repaid.
-- ``measure``: the model first; then, for a group the model lets fuse, its occurrences alternate fused and
-  apart (each occurrence runs once, on the program's own data, so kernels like ``A += B`` are safe) until
+- ``measure``: the model first; then, for a group the model lets fuse, its occurrences run fused and apart in
+  the order fused, apart, apart, fused, ... (each occurrence runs once, on the program's own data, so kernels like ``A += B`` are safe) until
   each side has ``KFUSE_PROFIT_TRIALS`` timings; the best of each side decides, for this process and, through
   the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count as timings
   of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
@@ -135,12 +135,15 @@ def settled(choice: Choice) -> bool:
 
 
 def _next_side(entry: Entry, trials: int) -> bool:
-    """Alternate, fused first; once one side has its timings, the other catches up."""
+    """Fused, apart, apart, fused, and so on (once one side has its timings, the other catches up). Not plain
+    alternation: a group that occurs twice per step of a loop at steps of different cost (ExaMiniMD's thermo steps;
+    kernel times change from step to step) would give each side one kind of step only, and the best of each side
+    would compare the cheap step fused with the dear one apart; in this order each side meets both."""
     if len(entry.apart_s) >= trials:
         return True
     if len(entry.fused_s) >= trials:
         return False
-    return len(entry.fused_s) <= len(entry.apart_s)
+    return (len(entry.fused_s) + len(entry.apart_s)) % 4 in (0, 3)
 
 
 def timed(entry: Entry, fused: bool, seconds: float, trials: int, kernel_seconds: float | None = None) -> Choice | None:
