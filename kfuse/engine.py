@@ -78,6 +78,10 @@ class Runtime:
         act on any View now, as nothing waits to run and nothing was lost."""
         return not (self.logged.entries or self.batch is not None or self.rerun.matched or self.failures)
 
+    def running_flush(self) -> int | None:
+        """The explain record number of the flush whose kernels run now, else None (the bench's launch profile)."""
+        return self.flush_count if self._running else None
+
     def nothing_pending(self) -> bool:
         """Idle (a failure standing counts: a call may read what one lost; traced, it is poisoned and reports at
         the read), and fusion (not tracing alone) on: a call of a kernel not worth tracing may run at once

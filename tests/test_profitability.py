@@ -469,11 +469,11 @@ def test_summaries_and_launch_counts_show_groups_run_apart():
 def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
     from kfuse.bench import measure, report
 
-    eager = {"seconds": 1.0, "launches": [("add", 0.002, False, 1), ("mul", 0.002, False, 2)], "flushes": [],
-             "first_call": 1}
-    apart = {"seconds": 1.0, "launches": [("add", 0.002, False, 2), ("mul", 0.002, False, 2)], "first_call": 1,
+    eager = {"seconds": 1.0, "launches": [("add", 0.002, False, 1, None), ("mul", 0.002, False, 2, None)],
+             "flushes": [], "first_call": 1}
+    apart = {"seconds": 1.0, "launches": [("add", 0.002, False, 2, 1), ("mul", 0.002, False, 2, 1)], "first_call": 1,
              "flushes": [_record(1, "unfused: measured 2.00x slower fused (best of 3 trial(s) each way)", None)]}
-    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True, 2)], "first_call": 1,
+    fused = {"seconds": 1.0, "launches": [("add__mul", 0.001, True, 2, 1)], "first_call": 1,
              "flushes": [_record(1, "fused: measured 4.00x faster fused (best of 3 trial(s) each way)", "add__mul")]}
     modes = [("uo", "none"), ("o", "all")]
     (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [apart]}, modes, 1, [])
@@ -497,9 +497,9 @@ def test_the_bench_reports_each_groups_decision_and_the_groups_run_apart():
 
 
 def test_the_bench_compares_a_group_with_its_own_calls_run_eagerly():
-    """Kernel times change from step to step: a group formed at the second of two steps of the same calls (a thermo
-    step, say) is compared with its members eager at that step's calls (places 4-6 of the run), not with their median
-    over every launch."""
+    """Kernel times change from step to step, and one fused kernel may serve groups of several sizes: a group formed
+    at the second of two steps of the same calls (a thermo step, say) is compared with its members eager at that
+    step's calls (places 4-6 of the run), and its fused time is its launch at that step."""
     from kfuse.bench import measure
     from kfuse.fuser.explain import FlushRecord
 
@@ -511,20 +511,22 @@ def test_the_bench_compares_a_group_with_its_own_calls_run_eagerly():
         return rec
 
     eager = {"seconds": 1.0, "flushes": [], "first_call": 101, "launches": [
-        ("c", 0.001, False, 101), ("add", 0.001, False, 102), ("mul", 0.001, False, 103),
-        ("c", 0.001, False, 104), ("add", 0.004, False, 105), ("mul", 0.004, False, 106)]}
+        ("c", 0.001, False, 101, None), ("add", 0.001, False, 102, None), ("mul", 0.001, False, 103, None),
+        ("c", 0.001, False, 104, None), ("add", 0.004, False, 105, None), ("mul", 0.004, False, 106, None)]}
     fused = {"seconds": 1.0, "first_call": 201, "flushes": [
         record(7, [[0], [1], [2]], 201), record(8, [[1, 2], [0]], 204, "add__mul")], "launches": [
-        ("c", 0.001, False, 201), ("add", 0.001, False, 202), ("mul", 0.001, False, 203),
-        ("c", 0.001, False, 206), ("add__mul", 0.006, True, 206)]}
+        ("c", 0.001, False, 203, 7), ("add", 0.001, False, 203, 7), ("mul", 0.001, False, 203, 7),
+        ("add__mul", 0.006, True, 206, 8), ("c", 0.001, False, 206, 8),
+        ("add__mul", 0.100, True, 250, 9)]}  # the same fused kernel for a group of other calls, elsewhere
     modes = [("uo", "none"), ("o", "all")]
     runs = {"eager": [eager], "uo": [fused], "o": [fused]}
     (row,) = measure._group_rows(runs, modes, 1, [])
-    assert row["unfused_from"] == "the same calls eager" and row["unfused_ms"] == 8.0
+    assert row["unfused_from"] == "the same calls eager" and row["unfused_ms"] == 8.0 and row["fused_o_ms"] == 6.0
     assert abs(row["speedup_o"] - 8.0 / 6.0) < 1e-12  # against every launch's median (5 ms) it would be 0.83x
     fused["flushes"][1].first_call = None  # (an array operation group: no place in the program's calls)
     (row,) = measure._group_rows(runs, modes, 1, [])
     assert row["unfused_from"] == "all eager launches" and row["unfused_ms"] == 5.0
+    assert abs(row["fused_o_ms"] - 53.0) < 1e-9  # the median over every launch of the kernel, both sizes
     fused["flushes"][1].first_call = 203  # places whose eager calls are other kernels: not paired
     (row,) = measure._group_rows(runs, modes, 1, [])
     assert row["unfused_from"] == "all eager launches"

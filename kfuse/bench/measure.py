@@ -132,7 +132,7 @@ def settle(go, transforms: str | None) -> list:
 def _per_launch(runs: list, fused: bool) -> dict:
     times = defaultdict(list)
     for run in runs:
-        for name, seconds, is_fused, _ in run["launches"]:
+        for name, seconds, is_fused, *_ in run["launches"]:
             if is_fused == fused:
                 times[name].append(seconds)
     return times
@@ -190,26 +190,34 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     return result
 
 
-def _same_calls_eager(runs: list, kernel: str, eager_runs: list) -> list:
-    """The seconds of a fused group's members launched eagerly at exactly its calls, one sum per occurrence: a
-    flush's calls are the program's next calls in a row from its ``first_call`` (``Runtime.calls_made``), so its
-    k-th call is the eager run's call at that place (same repeat, places counted from the run's start; the names
-    must agree, else that occurrence is left out). A kernel's time changes from step to step (ExaMiniMD's force loop
-    doubles over 40 steps as the atoms leave their lattice), so a group that runs at some steps only (the thermo
-    steps) is compared with its members at those steps."""
-    sums = []
+def _occurrences(runs: list, kernel: str, eager_runs: list) -> list:
+    """(its members' eager seconds at exactly its calls, its fused launch's seconds) per occurrence of a fused group
+    in ``runs``. A flush's calls are the program's next calls in a row from its ``first_call``
+    (``Runtime.calls_made``), so its k-th call is the eager run's call at that place (same repeat, places counted
+    from the run's start; the names must agree, else the occurrence is left out); its fused launch is the one of
+    that name in its flush. A kernel's time changes from step to step (ExaMiniMD's force loop doubles over 40 steps
+    as the atoms leave their lattice), and one fused kernel may serve groups of several sizes, so each side is
+    taken at the same occurrences."""
+    pairs = []
     for run, eager in zip(runs, eager_runs):
-        at = {place - eager["first_call"]: (name, seconds) for name, seconds, _, place in eager["launches"]}
+        at = {entry[3] - eager["first_call"]: entry[:2] for entry in eager["launches"]}
+        launched = defaultdict(list)
+        for name, seconds, _, _, flush in run["launches"]:
+            if flush is not None and name == kernel:
+                launched[flush].append(seconds)
         for rec in run["flushes"]:
-            if rec.first_call is None:
-                continue
-            start = rec.first_call - run["first_call"]
+            fused = iter(launched.get(rec.number, ()))
             for g in rec.groups:
-                if len(g) > 1 and not rec.apart(g) and rec.kernels.get(g[0]) == kernel:
-                    found = [at.get(start + i) for i in g]
-                    if all(f is not None and f[0] == rec.call_names[i] for f, i in zip(found, g)):
-                        sums.append(sum(f[1] for f in found))
-    return sums
+                if len(g) < 2 or rec.apart(g) or rec.kernels.get(g[0]) != kernel:
+                    continue
+                seconds = next(fused, None)
+                if rec.first_call is None or seconds is None:
+                    continue
+                start = rec.first_call - run["first_call"]
+                found = [at.get(start + i) for i in g]
+                if all(f is not None and f[0] == rec.call_names[i] for f, i in zip(found, g)):
+                    pairs.append((sum(f[1] for f in found), seconds))
+    return pairs
 
 
 def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
@@ -220,22 +228,22 @@ def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
         missing = [n for n in members if n not in eager]
         unfused, baseline = None if missing else sum(eager[n] for n in members), "all eager launches"
         apart = fused.startswith("apart:")
-        paired = [] if apart else _same_calls_eager(runs["o"], fused, runs["eager"])
+        paired = [] if apart else _occurrences(runs["o"], fused, runs["eager"])
         if paired:
-            unfused, baseline = statistics.median(paired), "the same calls eager"
+            unfused, baseline = statistics.median(p[0] for p in paired), "the same calls eager"
         row = {"name": label(members), "kernel": None if apart else fused, "kernels": len(members),
                "run": "apart" if apart else "fused", "decision": decision,
                "launches_per_run": len(fused_times["o"].get(fused, [])) / max(1, repeat),
                "unfused_ms": unfused * 1e3 if unfused is not None else None, "unfused_from": baseline}
         for m, key in (("uo", "fused_uo"), ("o", "fused_o")):
-            s = _ms(spread(fused_times[m].get(fused, [])))
+            s = _ms(spread(p[1] for p in paired) if m == "o" and paired else spread(fused_times[m].get(fused, [])))
             row[f"{key}_ms"], row[f"{key}_range_ms"] = s["median"], [s["min"], s["max"]]
             row[f"speedup_{m}"] = unfused * 1e3 / s["median"] if unfused and s["median"] else None
         ablation = {}
         for m, _ in modes:
             if m.startswith("abl:") or m in ("uo", "o"):
                 name = {"uo": "none", "o": "all"}.get(m, m[4:])
-                ms = _ms(spread(fused_times[m].get(fused, [])))["median"]
+                ms = row["fused_o_ms"] if m == "o" else _ms(spread(fused_times[m].get(fused, [])))["median"]
                 ablation[name] = {"ms": ms, "speedup": unfused * 1e3 / ms if unfused and ms else None}
         # what the program got: the fused kernel, or its members' own time when the group ran apart
         row["speedup_chosen"] = 1.0 if apart else row["speedup_o"]

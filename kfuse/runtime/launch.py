@@ -30,7 +30,8 @@ _KERNEL_FAULT = 2  # the entry's return code when a thread faulted (codegen.kern
 
 
 #: When a list, every launch appends (kernel name, C++-measured seconds, fused?, ``Runtime.calls_made``: an eager
-#: call's own place among the program's kernel calls) — used by kfuse.bench.
+#: call's own place among the program's kernel calls, the number of the flush it runs in or None) — used by
+#: kfuse.bench.
 profile: list | None = None
 
 
@@ -116,7 +117,8 @@ class CompiledKernel:
         if self.fused:
             counts["fused_kernels_launched"] += 1
         if profile is not None:
-            profile.append((self.name, self._last_ns.value * 1e-9, self.fused, context.current().calls_made))
+            rt = context.current()
+            profile.append((self.name, self._last_ns.value * 1e-9, self.fused, rt.calls_made, rt.running_flush()))
         return self._unpack(self._out) if self._unpack else ()
 
     @property
