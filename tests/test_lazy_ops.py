@@ -325,6 +325,33 @@ def test_operations_on_what_a_failed_call_lost_report_it_where_their_result_is_r
         pk.disable_fusion()  # the failure was reported at the read: nothing left to raise
 
 
+@pk.workunit
+def team_total(team: pk.TeamMember, acc: pk.Acc[pk.double], m: pk.View2D[pk.double]):
+    if team.team_rank() == 0:
+        acc += m[team.league_rank()][0]
+
+
+@pytest.mark.backend("kokkos")  # (Kokkos refuses the team size; the python backend would run it)
+@pytest.mark.parametrize("host_elements", ["0", "4096"])
+def test_a_recorded_sum_of_a_failed_reductions_result_names_the_failed_call(monkeypatch, host_elements):
+    """A reduction refused at its launch (a team too large) delivers no number: array operations scaled by its
+    Future, summed, raise a DeferredError naming it where their sum is read (the sum's kernel call is refused as it
+    is logged, so its Future has failed before the operations' own Future takes it over). Fuzz case 2009 of seed
+    6663, whose sum said "never delivered" (an InternalError) instead."""
+    monkeypatch.setenv("KFUSE_MAX_TRACE", "1")
+    monkeypatch.setenv("KFUSE_HOST_ELEMENTS", host_elements)
+    m, x, y = pk.array(arr(20, 4 * 5).reshape(4, 5)), pk.array(arr(21, 8)), pk.array(arr(22, 8))
+    pk.enable_fusion()
+    try:
+        total = pk.parallel_reduce(pk.TeamPolicy(4, 100000), team_total, m=m)
+        result = pk.sum(pk.multiply(pk.subtract(x, y), total))
+        with pytest.raises(pk.DeferredError, match="team_total"):
+            float(result)
+        np.testing.assert_array_equal(np.asarray(x), arr(21, 8))  # unrelated data stays readable
+    finally:
+        pk.disable_fusion()  # the failure was reported at the read: nothing left to raise
+
+
 def _analyses(monkeypatch) -> list:
     """Counts the groups analysed from scratch (kfuse/ops/lazy.py ``Batch.analysed``)."""
     from kfuse.ops import lazy

@@ -232,6 +232,9 @@ def _deliver(future: Future, result) -> None:
         future.set_result(result)
     elif result.done:
         future.set_result(result.value())
+    elif result.failure is not None:  # its call was refused at once: what it needs was lost to a failed call
+        future.call = result.call
+        future.set_error(result.failure)
     else:
         if result.call is None:  # a call a rerun matched (kfuse/rerun.py): the trace entry it becomes holds it
             context.current().trace  # (the property makes the matched calls entries)
