@@ -196,14 +196,14 @@ def test_a_call_that_leaves_an_untraced_timing_goes_the_ordinary_way(measured):
     assert stats["profit_decided"] == 2 and stats["calls_untraced"] > 0, stats
 
 
-def test_a_trial_alternates_keeps_its_timings_bounded_and_decides_once():
+def test_a_trial_goes_rerun_untraced_untraced_rerun_keeps_its_timings_bounded_and_decides_once():
     trial = untraced.Trial()
     sides = []
-    for seconds in (3.0, 1.0, 2.0, 1.5):  # rerun, untraced, rerun, untraced
+    for seconds in (3.0, 1.0, 1.5, 2.0):  # rerun, untraced, untraced, rerun
         side = untraced.runs_untraced(trial, 2)
         sides.append(side)
         words = untraced.timed(trial, side, seconds, 2)
-    assert sides == [False, True, False, True]
+    assert sides == [False, True, True, False]  # each side meets both kinds of a repetition of period 2
     assert trial.untraced and words == ("unfused: run untraced, measured 2.00x faster than tracing and fusing (best "
                                         "of 2 repetition(s) each way)")
     assert untraced.timed(trial, False, 0.1, 2) is None and len(trial.traced_s) == 2 and trial.untraced
