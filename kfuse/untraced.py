@@ -14,17 +14,19 @@ checks cost about 2% of its time.
 An untraced reduction or scan returns a Future whose value is known, as a traced one would (once run).
 
 A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions
-run rerun (calls counted, the kept fused kernels launched at the host access) and untraced in the order rerun, untraced,
-untraced, rerun, ...
-(each call launched at once, as it is made), each timed from the first call to the end of its launches, until
-each side has ``KFUSE_PROFIT_TRIALS`` timings (``Trial``). The best of each side decides for that flush: a loop of
-tiny kernels, where counting calls and checking Views costs more than fusing saves, then runs as with fusion off --
+are rerun (calls counted, the kept fused kernels launched at the host access) or run untraced (each call launched
+at once, as it is made), in the order rerun, untraced, untraced, rerun, ... (``runs_untraced``), each timed from
+the first call to the end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings (``Trial``). The
+best of each side decides for that flush: a loop of tiny kernels, where counting calls and checking Views costs
+more than fusing saves, then runs as with fusion off --
 the template goes, and its kernels run untraced as above for ``MAX_BACKOFF`` calls each (``run_untraced``), the
 cheapest way (no comparison per call), after which they are traced again.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from .fuser.profit import first_side_next
 
 STREAK = 3
 FIRST_BACKOFF = 16
@@ -87,16 +89,12 @@ def _streak(streaks: dict, prepared) -> Streak:
 
 
 def runs_untraced(trial: Trial, trials: int) -> bool:
-    """Whether the next repetition is an untraced timing: rerun, untraced, untraced, rerun, and so on, as the
-    profitability trials (fuser/profit.py ``_next_side``: each side meets both kinds of a repetition that alternates
-    between two costs); once one side has its timings, the other catches up. Once decided untraced, the template is
-    gone: its kernels run untraced by their streaks (``run_untraced``)."""
+    """Whether the next repetition is an untraced timing: rerun, untraced, untraced, rerun, and so on, in the order
+    of the profitability trials (fuser/profit.py ``first_side_next``, rerun the first side). Once decided untraced,
+    the template is gone: its kernels run untraced by their streaks (``run_untraced``)."""
     trials = max(1, trials)
-    if trial.untraced is not None or len(trial.untraced_s) >= trials:
-        return False
-    if len(trial.traced_s) >= trials:
-        return True
-    return (len(trial.traced_s) + len(trial.untraced_s)) % 4 in (1, 2)
+    return trial.untraced is None and len(trial.untraced_s) < trials and \
+        not first_side_next(len(trial.traced_s), len(trial.untraced_s), trials)
 
 
 def timed(trial: Trial, untraced: bool, seconds: float, trials: int) -> str | None:

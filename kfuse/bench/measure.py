@@ -190,17 +190,21 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     return result
 
 
-def _occurrences(runs: list, kernel: str, eager_runs: list) -> list:
-    """(its members' eager seconds at exactly its calls, its fused launch's seconds) per occurrence of a fused group
-    in ``runs``. A flush's calls are the program's next calls in a row from its ``first_call``
-    (``Runtime.calls_made``), so its k-th call is the eager run's call at that place (same repeat, places counted
-    from the run's start; the names must agree, else the occurrence is left out); its fused launch is the one of
-    that name in its flush. A kernel's time changes from step to step (ExaMiniMD's force loop doubles over 40 steps
-    as the atoms leave their lattice), and one fused kernel may serve groups of several sizes, so each side is
-    taken at the same occurrences."""
+def _eager_places(eager_runs: list) -> list:
+    """Per eager run: each call's place counted from the run's start -> (its kernel's name, seconds)."""
+    return [{entry[3] - run["first_call"]: entry[:2] for entry in run["launches"]} for run in eager_runs]
+
+
+def _occurrences(runs: list, kernel: str, eager_places: list) -> list:
+    """(its members' eager seconds at exactly its calls, its fused launch's seconds) per occurrence of a fused group in
+    ``runs``. A flush's calls are the program's next calls in a row from its ``first_call`` (``Runtime.calls_made``), so
+    its k-th call is the eager run's call at that place (same repeat, places counted from the run's start,
+    ``_eager_places``; the names must agree, else the occurrence is left out); its fused launch is the one of that name
+    in its flush. A kernel's time changes from step to step (ExaMiniMD's force loop doubles over 40 steps as the atoms
+    leave their lattice), and one fused kernel may serve groups of several sizes, so each side is taken at the same
+    occurrences."""
     pairs = []
-    for run, eager in zip(runs, eager_runs):
-        at = {entry[3] - eager["first_call"]: entry[:2] for entry in eager["launches"]}
+    for run, at in zip(runs, eager_places):
         launched = defaultdict(list)
         for name, seconds, _, _, flush in run["launches"]:
             if flush is not None and name == kernel:
@@ -223,12 +227,13 @@ def _occurrences(runs: list, kernel: str, eager_runs: list) -> list:
 def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
+    eager_places = _eager_places(runs["eager"])
     rows = []
     for fused, (members, decision) in _groups([*runs["o"], {"flushes": untraced}]).items():
         missing = [n for n in members if n not in eager]
         unfused, baseline = None if missing else sum(eager[n] for n in members), "all eager launches"
         apart = fused.startswith("apart:")
-        paired = [] if apart else _occurrences(runs["o"], fused, runs["eager"])
+        paired = [] if apart else _occurrences(runs["o"], fused, eager_places)
         if paired:
             unfused, baseline = statistics.median(p[0] for p in paired), "the same calls eager"
         row = {"name": label(members), "kernel": None if apart else fused, "kernels": len(members),

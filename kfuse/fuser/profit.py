@@ -7,15 +7,15 @@ never changes a result, only the time.
 
 - ``off``: every group runs fused.
 - ``model``: the cost model (fuser/cost.py) declines a compile that the runs seen so far have not repaid.
-- ``measure``: the model first; then, for a group the model lets fuse, its occurrences run fused and apart in
-  the order fused, apart, apart, fused, ... (each occurrence runs once, on the program's own data, so kernels like ``A += B`` are safe) until
-  each side has ``KFUSE_PROFIT_TRIALS`` timings; the best of each side decides, for this process and, through
-  the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count as timings
-  of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
-  and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused
-  wins when it is no slower by the first and at most ``KERNEL_SLACK`` slower by the second: the launches saved
-  cost the same at every size, while a slower kernel loses more the more data the group sweeps, so a group
-  whose kernel is slower must not be fused on the strength of launch savings at one size.
+- ``measure``: the model first; then, for a group the model lets fuse, its occurrences run fused and apart in the order
+  fused, apart, apart, fused, ... (``first_side_next``; each occurrence runs once, on the program's own data, so kernels
+  like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings; the best of each side decides, for this
+  process and, through the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count
+  as timings of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
+  and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused wins when it
+  is no slower by the first and at most ``KERNEL_SLACK`` slower by the second: the launches saved cost the same at every
+  size, while a slower kernel loses more the more data the group sweeps, so a group whose kernel is slower must not be
+  fused on the strength of launch savings at one size.
 
 A ``Book`` (one per runtime) holds the state; the pipeline asks ``choose`` before a group runs and reports a
 timed run with ``timed``. Timings come from ``Book.clock`` around the launches alone (kernels are built
@@ -135,15 +135,20 @@ def settled(choice: Choice) -> bool:
 
 
 def _next_side(entry: Entry, trials: int) -> bool:
-    """Fused, apart, apart, fused, and so on (once one side has its timings, the other catches up). Not plain
+    return first_side_next(len(entry.fused_s), len(entry.apart_s), trials)
+
+
+def first_side_next(first: int, second: int, trials: int) -> bool:
+    """Whether a measurement with ``first`` and ``second`` timings of its two sides times the first side next: first,
+    second, second, first, and so on; once one side has its ``trials``, the other catches up. Not plain
     alternation: a group that occurs twice per step of a loop at steps of different cost (ExaMiniMD's thermo steps;
     kernel times change from step to step) would give each side one kind of step only, and the best of each side
-    would compare the cheap step fused with the dear one apart; in this order each side meets both."""
-    if len(entry.apart_s) >= trials:
+    would compare the cheap step on one side with the dear one on the other; in this order each side meets both."""
+    if second >= trials:
         return True
-    if len(entry.fused_s) >= trials:
+    if first >= trials:
         return False
-    return (len(entry.fused_s) + len(entry.apart_s)) % 4 in (0, 3)
+    return (first + second) % 4 in (0, 3)
 
 
 def timed(entry: Entry, fused: bool, seconds: float, trials: int, kernel_seconds: float | None = None) -> Choice | None:
