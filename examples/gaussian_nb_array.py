@@ -78,8 +78,10 @@ class GaussianNB:
         return self
 
     def predict_joint_log_likelihood(self, X):
-        """jll[i][c]: the unnormalised log posterior of class c for sample i (a View)."""
-        X = pk.array(np.ascontiguousarray(X, dtype=np.float64))
+        """jll[i][c]: the unnormalised log posterior of class c for sample i (a View). ``X``: an array (converted
+        to a View each call) or a View, used as it is (on a GPU its data stay there between calls)."""
+        if not isinstance(X, pk.View):
+            X = pk.array(np.ascontiguousarray(X, dtype=np.float64))
         jll = pk.empty((X.shape[0], len(self.classes_)))
         for i in range(len(self.classes_)):  # 1-element slices broadcast over the samples, as the numbers would
             jointi = pk.log(self.class_prior_[i:i + 1])

@@ -8,7 +8,9 @@ COUNTERS = ("ops_traced", "calls_untraced", "array_ops_recorded", "array_ops_on_
             "kernels_unloaded", "unstored_arrays",
             # profitability (fuser/profit.py): group runs timed for a measurement, measurements completed,
             # decisions read from the cache folder, group runs whose members ran apart by a decision
-            "profit_trials", "profit_decided", "profit_remembered", "groups_unfused")
+            "profit_trials", "profit_decided", "profit_remembered", "groups_unfused",
+            # GPU execution spaces (runtime/device.py): copies between a View's host memory and its device copy
+            "copies_to_device", "bytes_to_device", "copies_to_host", "bytes_to_host")
 
 
 def fresh() -> dict:

@@ -143,7 +143,8 @@ _STAND_IN_GPU_BACKEND = []  # the one Kokkos backend instance of every stand_in_
 @contextlib.contextmanager
 def stand_in_gpu():
     """A block where compiled kernels launch as GPU kernels do (device pointers, copies before and after), running
-    on the host over ``fake_cuda``'s "device" buffers: whole programs move data as on a GPU. Its runtime has its
+    on the host over ``fake_cuda``'s "device" buffers: whole programs move data as on a GPU (the default space
+    counts as a GPU's: array results are first written on the device, none is computed on the host). Its runtime has its
     own Kokkos backend instance, so its kernels (which keep the launch path they were loaded with) are never the
     ones other tests launch. Needs ``fake_cuda``."""
     import types
@@ -154,8 +155,16 @@ def stand_in_gpu():
 
     if not _STAND_IN_GPU_BACKEND:
         _STAND_IN_GPU_BACKEND.append(KokkosBackend())
+    from kfuse import views
+    from kfuse.ops import _common
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(launch, "spaces", types.SimpleNamespace(on_device=lambda space: True))
+        gpu = types.SimpleNamespace(on_device=lambda space: True)
+        patch.setattr(launch, "spaces", gpu)
+        # the default space counts as a GPU's too: results are first written there, none computed on the host
+        patch.setattr(_common, "on_device", gpu.on_device)
+        patch.setattr(_common, "_ON_DEVICE", {})
+        patch.setattr(views, "on_device", gpu.on_device)
         with context.installed(engine.Runtime(backend=_STAND_IN_GPU_BACKEND[0])) as runtime:
             runtime.default_space = spaces.ExecutionSpace.OpenMP
             yield runtime

@@ -282,3 +282,35 @@ def test_mirror_errors_name_the_function():
         pk.create_mirror(np.zeros(3))
     with pytest.raises(TypeError, match="pk.create_mirror_view expects a pk.View"):
         pk.create_mirror_view([1.0])
+
+
+def test_stats_count_the_copies_between_host_and_device(fake_gpu, mode):
+    x, y = inputs(), pk.View([N])
+    pk.reset_stats()
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+    np.testing.assert_array_equal(y.copy(), 2.0 * np.arange(N))
+    stats = pk.stats()
+    assert (stats["copies_to_device"], stats["bytes_to_device"]) == (len(fake_gpu.to_device), sum(fake_gpu.to_device))
+    assert (stats["copies_to_host"], stats["bytes_to_host"]) == (1, BYTES) == (len(fake_gpu.to_host),
+                                                                              sum(fake_gpu.to_host))
+
+
+def test_array_code_on_a_view_leaves_its_data_on_the_device(fake_gpu, mode):
+    """GaussianNB's predict as array code (examples/gaussian_nb_array.py) run twice on one View: the samples go to
+    the device once, every result is made there, and only the labels read come back."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from examples import gaussian_nb, gaussian_nb_array
+
+    X, y = gaussian_nb.make_data(600, 8, 3, seed=2)
+    model = gaussian_nb_array.GaussianNB().fit(X[:400], y[:400])
+    test = pk.array(X[400:].copy())
+    want = gaussian_nb_array.numpy_fit_predict(X[:400], y[:400], X[400:])["predicted"]
+    for run in range(2):
+        fake_gpu.to_device.clear(), fake_gpu.to_host.clear()
+        labels = model.predict(test)
+        np.testing.assert_array_equal(labels, want)
+        assert fake_gpu.to_host == [200 * 8]  # the argmax indices (int64), nothing else
+        assert (test._array.nbytes in fake_gpu.to_device) == (run == 0)

@@ -64,3 +64,16 @@ def test_predict_returns_labels():
     model = gaussian_nb_array.GaussianNB().fit(X_train, y_train)
     np.testing.assert_array_equal(model.predict(X_test),
                                   gaussian_nb_array.numpy_fit_predict(X_train, y_train, X_test)["predicted"])
+
+
+@MODES
+def test_a_view_to_predict_from_is_used_as_it_is(fusion):
+    X_train, y_train, X_test = data()
+    want = gaussian_nb_array.numpy_fit_predict(X_train, y_train, X_test)
+    with pk.fusion() if fusion else contextlib.nullcontext():
+        model = gaussian_nb_array.GaussianNB().fit(X_train, y_train)
+        test = pk.array(X_test.copy())
+        first = np.asarray(model.predict_joint_log_likelihood(test)).copy()
+        again = model.predict_index(test)
+    np.testing.assert_allclose(first, want["jll"], rtol=1e-12)
+    np.testing.assert_array_equal(model.classes_[np.asarray(again)], want["predicted"])

@@ -166,10 +166,10 @@ def _gaussian_nb(size):
     n_train, n_test, features, classes = data.SIZES[size]
     X, y = data.make_data(n_train + n_test, features, classes)
     model = nb.GaussianNB().fit(X[:n_train], y[:n_train])
-    test = np.array(X[n_train:])  # its own memory, read-only: the program keeps it, and kernels reading it still
-    test.flags.writeable = False  # fuse and leave it on the GPU (escape.py: read-only through its whole base chain)
+    test = np.array(X[n_train:])
     fitted = (np.asarray(model.theta_).copy(), np.asarray(model.var_).copy(), np.log(np.asarray(model.class_prior_)))
-    return lambda: model.predict_index(test), (test, *fitted)
+    on_device = pk.array(test.copy())  # made once, as each peer's own array is: its data stay on the GPU
+    return lambda: model.predict_index(on_device), (test, *fitted)
 
 
 def _mvt(n):

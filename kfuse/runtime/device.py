@@ -28,12 +28,13 @@ import weakref
 
 import numpy as np
 
-from .. import escape
+from .. import context, escape
 from ..errors import LaunchError
 from .. import views
 from ..views import DeviceView, NumpyArgument, View, memory_owner, overlaps
 
 HOST, DEVICE, BOTH = "host", "device", "both"
+_DIRECTIONS = {"kfuse_copy_to_device": "to_device", "kfuse_copy_to_host": "to_host"}  # the pk.stats() counters
 
 
 class Mirror:
@@ -68,6 +69,11 @@ def _copy(name: str, dst: int, src: int, nbytes: int) -> None:
     rc = getattr(_lib(), name)(ctypes.c_void_p(dst), ctypes.c_void_p(src), nbytes)
     if rc:
         raise LaunchError(f"kfuse: {name} of {nbytes} bytes failed (CUDA/HIP error {rc})")
+    direction = _DIRECTIONS.get(name)
+    if direction is not None:
+        counts = context.current().counts
+        counts["copies_" + direction] += 1
+        counts["bytes_" + direction] += nbytes
 
 
 def _mirror_for(view) -> Mirror:
