@@ -350,6 +350,21 @@ def test_broadcast_into_the_repeated_operands_memory_and_rank_3(fused):
     same(rows, m * m[3])
 
 
+@pytest.mark.parametrize("shapes", [((500, 8), (1, 8)), ((500, 8), (8,)), ((500, 8), (500, 1)), ((1, 8), (500, 1)),
+                                    ((300,), (1,))])
+def test_a_new_result_reads_the_repeated_operand_where_it_is(shapes, monkeypatch):
+    """Into new memory, broadcasting copies nothing: one kernel reads the row (or column) through a zero-stride View
+    (KFUSE_HOST_ELEMENTS=0 sends small operations to kernels too)."""
+    a, b = RNG.standard_normal(shapes[0]), RNG.uniform(0.5, 2.0, shapes[1])
+    x, y = fresh(a), fresh(b)
+    monkeypatch.setenv("KFUSE_HOST_ELEMENTS", "0")
+    pk.reset_stats()
+    got = pk.subtract(x, y)
+    assert pk.stats()["kernels_launched"] == 1
+    same(got, a - b)
+    same(pk.divide(pk.square(pk.subtract(x, y)), y), (a - b) ** 2 / b)
+
+
 @MODES
 def test_where_and_power_broadcast(fused):
     x = RNG.standard_normal((4, 3))

@@ -171,11 +171,13 @@ def output(out, shape: tuple, dtype, name: str | None = None) -> View:
     return out
 
 
-def broadcast(name: str, *operands) -> tuple:
+def broadcast(name: str, *operands, out=None) -> tuple:
     """NumPy broadcasting of the View operands (other operands pass unchanged): the result shape, and the
-    operands with each View as a View of that shape. A repeated View is copied out to the full shape in new
-    memory first, so an ``out=`` over its memory cannot race with the reads (a kernel reading it through a
-    zero-stride View for ranks 1 and 2, a host copy above)."""
+    operands with each View as a View of that shape. For a result in new memory (``out`` None) of rank 1 or 2
+    a repeated View is read where it is, through a zero-stride View (GaussianNB's ``X - theta[c]`` then reads
+    ``theta[c]``'s row, not a copy of it the size of X); into an ``out=``, which may share its memory, it is copied
+    out to the full shape in new memory first, so the writes cannot race with the reads (a kernel reading it
+    through a zero-stride View for ranks 1 and 2, a host copy above)."""
     shapes = [x.shape for x in operands if isinstance(x, View)]
     if all(s == shapes[0] for s in shapes):  # the common case, without NumPy's general rule (microseconds a call)
         return shapes[0], list(operands)
@@ -184,14 +186,16 @@ def broadcast(name: str, *operands) -> tuple:
     except ValueError:
         raise ValueError(f"{name}: operands of shapes {', '.join(map(str, shapes))} cannot be broadcast "
                          "together") from None
-    return shape, [_repeated(x, shape) if isinstance(x, View) and x.shape != shape else x for x in operands]
+    in_place = out is None and len(shape) <= 2
+    return shape, [_repeated(x, shape, in_place) if isinstance(x, View) and x.shape != shape else x
+                   for x in operands]
 
 
-def _repeated(v: View, shape: tuple) -> View:
+def _repeated(v: View, shape: tuple, in_place: bool = False) -> View:
     if len(shape) > 2:
         return View.wrap(np.ascontiguousarray(np.broadcast_to(v.copy(), shape)))
     spread = View.wrap(np.broadcast_to(v._array, shape))
-    return elementwise(kernels.copy_k, new_view(shape, v.dtype.np), a=spread)
+    return spread if in_place else elementwise(kernels.copy_k, new_view(shape, v.dtype.np), a=spread)
 
 
 def transposed(v: View) -> View:

@@ -95,7 +95,7 @@ def _binary(name, ufunc, vv, vs, sv, pyop, a, b, out, dtype=None, swap=None):
     if a_view and b_view:  # float32 against an integer View: NumPy computes (and compares) in double
         a, b = _in_double(a, b), _in_double(b, a)
     if a_view and b_view:
-        shape, (a, b) = broadcast(name, a, b)
+        shape, (a, b) = broadcast(name, a, b, out=out)
         return _into(vv, out, shape, dtype, a=a, b=b)
     if a_view:
         b = _weak_int(name, b, a, dtype)
@@ -448,7 +448,7 @@ def where(cond, a, b, out=None):
     dtype = result_dtype(a, b)
     if isinstance(a, View) and isinstance(b, View) and dtype == np.float64:  # C++'s ?: may pick another type
         a, b = _in_double(a, b), _in_double(b, a)
-    shape, (cond, a, b) = broadcast("where", cond, a, b)
+    shape, (cond, a, b) = broadcast("where", cond, a, b, out=out)
     target = output(out, shape, dtype)
     a_view, b_view = isinstance(a, View), isinstance(b, View)
     if a_view and b_view:
