@@ -42,9 +42,9 @@ def _cpp(wu, space: str, policy=64, op="reduce", **kwargs) -> str:
 def test_gpu_range_reductions_are_generated_in_lanes(space):
     x = pk.View([64])
     cpp = _cpp(lane_sum, space, x=x)
-    assert "for (int64_t kf_i = kf_first + kf_lane; kf_i < kf_end; kf_i += kf_lanes)" in cpp
+    assert "for (int64_t kf_k = 0; kf_k < kf_per_lane; ++kf_k)" in cpp and "kf_lane % 32" in cpp
     assert "double kf_local = double();" in cpp and "kf_acc += kf_local;" in cpp
-    assert "RangePolicy<KfExec, Kokkos::IndexType<int64_t>>(0, kf_f.kf_lanes)" in cpp
+    assert "RangePolicy<KfExec, Kokkos::IndexType<int64_t>>(0, kf_lanes)" in cpp
 
 
 @pk.workunit
