@@ -1,8 +1,8 @@
-"""GPU range reductions run in lanes (kfuse/codegen/kernel.py ``_in_lanes``): each thread sums a strided set of
-elements in registers and joins Kokkos's value once. The generated C++ is checked for the GPU spaces without a
-compiler; the lane form itself runs here on the host (its spaces widened to OpenMP, and a lane made to take
-several elements from 8 on), eager and fused, against NumPy: scalar and fused several-sum reductions, ranges
-that do not start at 0, that do not divide into lanes, and empty ones."""
+"""GPU range reductions of several sums (a fused group's) run in lanes (kfuse/codegen/kernel.py ``_in_lanes``):
+each thread sums a strided set of elements in registers and joins Kokkos's value once. Which kernels do is checked
+on their specs without a compiler; the lane form itself runs here on the host (its spaces widened to OpenMP, and a
+lane made to take several elements from 8 on), against NumPy: ranges that do not start at 0, that do not divide
+into lanes, and empty ones."""
 from __future__ import annotations
 
 import dataclasses
@@ -31,89 +31,63 @@ def lane_scale(i, x: pk.View1D[pk.double], by: float):
     x[i] = x[i] * by
 
 
-def _cpp(wu, space: str, policy=64, op="reduce", **kwargs) -> str:
-    prepared = prepare(wu, op, policy, (), kwargs).prepared
-    spec = dataclasses.replace(prepared.spec, space=space)
-    return codegen.generate(prepared.source, spec, prepared.name).source
-
-
-@pytest.mark.backend("null")
-@pytest.mark.parametrize("space", ["Cuda", "HIP"])
-def test_gpu_range_reductions_are_generated_in_lanes(space):
-    x = pk.View([64])
-    cpp = _cpp(lane_sum, space, x=x)
-    assert "for (int64_t kf_k = 0; kf_k < kf_per_lane; ++kf_k)" in cpp and "kf_lane % 32" in cpp
-    assert "double kf_local = double();" in cpp and "kf_acc += kf_local;" in cpp
-    assert "RangePolicy<KfExec, Kokkos::IndexType<int64_t>>(0, kf_lanes)" in cpp
-
-
 @pk.workunit
 def lane_sum_2d(i, j, acc: pk.Acc[pk.double], x: pk.View2D[pk.double]):
     acc += x[i][j]
 
 
+def _spec(wu, op="reduce", policy=64, **kwargs):
+    return prepare(wu, op, policy, (), kwargs).prepared.spec
+
+
 @pytest.mark.backend("null")
-def test_host_reductions_gpu_loops_and_gpu_2d_reductions_are_not_in_lanes():
+def test_only_gpu_range_reductions_of_several_sums_run_in_lanes():
     x = pk.View([64])
-    assert "kf_lane" not in _cpp(lane_sum, "OpenMP", x=x)
-    assert "kf_lane" not in _cpp(lane_scale, "Cuda", op="for", x=x, by=2.0)
-    assert "kf_lane" not in _cpp(lane_sum_2d, "Cuda", policy=pk.MDRangePolicy([0, 0], [8, 8]), x=pk.View([8, 8]))
+    one = _spec(lane_sum, x=x)
+    several = dataclasses.replace(one, accs=one.accs * 3)
+    for space in ("Cuda", "HIP"):
+        assert codegen._in_lanes(dataclasses.replace(several, space=space))
+        assert not codegen._in_lanes(dataclasses.replace(one, space=space))  # a single sum stays Kokkos's
+    assert not codegen._in_lanes(dataclasses.replace(several, space="OpenMP"))
+    loop = dataclasses.replace(_spec(lane_scale, op="for", x=x, by=2.0), space="Cuda")
+    assert not codegen._in_lanes(loop)
+    grid = _spec(lane_sum_2d, policy=pk.MDRangePolicy([0, 0], [8, 8]), x=pk.View([8, 8]))
+    assert not codegen._in_lanes(dataclasses.replace(grid, accs=grid.accs * 2, space="Cuda"))
 
 
 @pytest.fixture
-def lanes_on_host(monkeypatch):
-    """The lane form on OpenMP, a lane taking several elements once there are more than 8 lanes' worth."""
+def lanes_on_host(monkeypatch, tmp_path):
+    """The lane form on OpenMP, a lane taking several elements once there are more than 8 lanes' worth; the C++
+    written to ``tmp_path``."""
     monkeypatch.setattr(codegen, "LANE_SPACES", codegen.LANE_SPACES | {"OpenMP"})
     monkeypatch.setattr(codegen, "_LANES_BEFORE_SHARING", 3)
-
-
-@pytest.fixture(params=["eager", "fused"])
-def mode(request):
-    if request.param == "fused":
-        pk.enable_fusion()
-    yield request.param
+    monkeypatch.setenv("KFUSE_DUMP_DIR", str(tmp_path))
+    pk.enable_fusion()
+    yield tmp_path
     pk.disable_fusion()
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 100, 1000, 4099])
-def test_scalar_sums_in_lanes_equal_numpy(lanes_on_host, mode, n):
-    values = np.random.default_rng(n).standard_normal(n)
+def _in_lanes(folder) -> bool:
+    return any("kf_lanes" in f.read_text() for f in folder.glob("*.cpp"))
+
+
+@pytest.mark.parametrize("begin,end", [(0, 0), (0, 1), (0, 7), (0, 9), (0, 100), (3, 4), (7, 300), (0, 4099)])
+def test_fused_sums_in_lanes_equal_numpy(lanes_on_host, begin, end):
+    """Scaling steps, each followed by a sum and a count, over ``[begin, end)``: one kernel of several sums."""
+    values = np.random.default_rng(end).standard_normal(4099)
     x = pk.from_numpy(values.copy())
-    got = float(pk.parallel_reduce(n, lane_sum, x=x))
-    assert got == pytest.approx(float(np.sum(values * values)), rel=1e-12, abs=1e-12)
-    cut = 0.5
-    want = int(np.flatnonzero(values > cut).sum())
-    assert int(pk.parallel_reduce(n, lane_count, x=x, cut=cut)) == want
-
-
-@pytest.mark.parametrize("begin,end", [(5, 5), (3, 4), (7, 300), (100, 1000)])
-def test_a_range_not_from_zero_sums_its_own_elements(lanes_on_host, mode, begin, end):
-    values = np.arange(1000, dtype=np.float64) % 17 - 8
-    x = pk.from_numpy(values.copy())
-    got = float(pk.parallel_reduce(pk.RangePolicy(begin, end), lane_sum, x=x))
-    assert got == float(np.sum(values[begin:end] ** 2))  # small integers: exact in any order
-    want = int(np.sum(np.arange(begin, end)[values[begin:end] > 0.5]))
-    assert int(pk.parallel_reduce(pk.RangePolicy(begin, end), lane_count, x=x, cut=0.5)) == want
-
-
-def test_a_fused_group_of_several_sums_in_lanes_equals_numpy(lanes_on_host):
-    """BabelStream's shape: a loop of updates, each followed by a sum, fused into one kernel of several sums."""
-    n = 1003
-    values = np.random.default_rng(3).standard_normal(n)
-    x = pk.from_numpy(values.copy())
-    pk.enable_fusion()
-    try:
-        sums = []
-        for k in range(5):
-            pk.parallel_for(n, lane_scale, x=x, by=1.0 + k / 10)
-            sums.append(pk.parallel_reduce(n, lane_sum, x=x))
-        got = [float(s) for s in sums]
-        assert pk.stats()["fused_kernels_launched"] >= 1
-    finally:
-        pk.disable_fusion()
-    want, v = [], values.copy()
-    for k in range(5):
-        v = v * (1.0 + k / 10)
-        want.append(float(np.sum(v * v)))
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    policy = pk.RangePolicy(begin, end)
+    sums, counts = [], []
+    for k in range(3):
+        pk.parallel_for(policy, lane_scale, x=x, by=1.0 + k / 10)
+        sums.append(pk.parallel_reduce(policy, lane_sum, x=x))
+        counts.append(pk.parallel_reduce(policy, lane_count, x=x, cut=0.5))
+    got_sums, got_counts = [float(s) for s in sums], [int(c) for c in counts]
+    assert _in_lanes(lanes_on_host)
+    v = values.copy()
+    for k in range(3):
+        v[begin:end] *= 1.0 + k / 10
+        part = v[begin:end]
+        assert got_sums[k] == pytest.approx(float(np.sum(part * part)), rel=1e-12, abs=1e-300)
+        assert got_counts[k] == int(np.sum(np.arange(begin, end)[part > 0.5]))
     np.testing.assert_allclose(np.asarray(x), v, rtol=1e-15)

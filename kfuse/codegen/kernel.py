@@ -26,7 +26,6 @@ LANE_SPACES = frozenset({"Cuda", "HIP"})
 #: A lane sums at most this many elements, and takes more than one only where lanes would exceed 2**20 (enough
 #: threads to keep a GPU's memory busy).
 _MOST_PER_LANE, _LANES_BEFORE_SHARING = 16, 20
-_WARP = 32  # lanes that take one contiguous run of elements together
 _SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
            "Cuda": ("Kokkos::Cuda", "Kokkos::CudaSpace"), "HIP": ("Kokkos::Experimental::HIP",
                                                                  "Kokkos::Experimental::HIPSpace")}
@@ -97,12 +96,12 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         sig = [f"const member_type& {ident(index_names[0])}"]
     elif lanes:
         sig = ["const int64_t kf_lane"]
-        members += ["  int64_t kf_first;", "  int64_t kf_end;", "  int64_t kf_per_lane;"]
+        members += ["  int64_t kf_first;", "  int64_t kf_end;", "  int64_t kf_lanes;"]
     else:
         sig = [f"const int64_t {ident(n)}" for n in index_names]
     preamble = []
     value_type = ""
-    sums = "kf_local" if lanes else "kf_acc"  # what the body's accumulators name
+    sums = "kf_local" if lanes else "kf_acc"  # what the body's accumulators are bound to
     if spec.op == "reduce" and len(spec.accs) == 1:  # a scalar sum: Kokkos's own reducer (on GPUs, warp shuffles)
         sig.append("value_type& kf_acc")
         preamble = [f"    {spec.accs[0].cpp}& {ident(acc_names[0])} = {sums};"]
@@ -147,7 +146,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     policy = _policy_expr(spec)
     if lanes:
         unpack += _lane_count()
-        policy = "Kokkos::RangePolicy<KfExec, Kokkos::IndexType<int64_t>>(0, kf_lanes)"
+        policy = "Kokkos::RangePolicy<KfExec, Kokkos::IndexType<int64_t>>(0, kf_f.kf_lanes)"
     checks = _team_size_guard(spec)
     if spec.policy == "team":  # built after the team size check: Kokkos aborts on a size it cannot run
         checks += [f"    const auto kf_policy = {policy};", *_scratch_guard()]
@@ -207,40 +206,35 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
 
 
 def _in_lanes(spec: KernelSpec) -> bool:
-    """Whether the kernel is a rank-1 range reduction on a GPU, which runs in lanes: each thread sums several
-    elements into registers and adds that once to Kokkos's value. Kokkos's GPU reductions keep each thread's
-    value in shared memory and update it per element; a fused group's several sums (a struct of them) then spent
-    most of their time there (BabelStream's ten dot products: 1.3 ms of a 1.6 ms kernel on an H200, against
-    0.27 ms without them). A warp's 32 lanes take one contiguous run of elements, element k of lane l at
-    ``32 * k + l`` in it: every load stays coalesced, and a block still streams through one region of memory
-    (lanes strided over the whole range made a single sum 1.7x slower)."""
-    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in LANE_SPACES
+    """Whether the kernel is a rank-1 range reduction of several sums on a GPU, which runs in lanes: thread ``t``
+    sums elements ``first + t``, ``first + t + lanes``, ... into registers and adds that once to Kokkos's value
+    (neighbouring threads still read neighbouring elements). Kokkos's GPU reductions keep each thread's value in
+    shared memory and update it per element, which for a struct of sums took most of the kernel's time (on an
+    H200, BabelStream's ten fused dot products: 1.61 ms in Kokkos's form, 0.57 ms in lanes, 0.27 ms without
+    them). A single sum stays Kokkos's: in lanes it was slower (0.53 vs 0.31 ms; a warp-contiguous mapping 0.54
+    vs 0.48 ms for the Gaussian chain)."""
+    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and len(spec.accs) > 1 and \
+        spec.space in LANE_SPACES
 
 
 def _lane_loop(spec: KernelSpec, index: str, preamble: list, body_lines: list) -> tuple:
     """The operator() of a kernel run in lanes: its accumulators bound to a local value, the body in a loop over
     the lane's elements, then one join into Kokkos's value."""
-    if len(spec.accs) == 1:
-        local = [f"    {spec.accs[0].cpp} kf_local = {spec.accs[0].cpp}();"]
-        join = ["    kf_acc += kf_local;"]
-    else:
-        local = ["    value_type kf_local;", "    init(kf_local);"]
-        join = [f"    kf_acc.a{i} += kf_local.a{i};" for i in range(len(spec.accs))]
-    loop = [f"    const int64_t kf_start = kf_first + (kf_lane / {_WARP}) * ({_WARP} * kf_per_lane) + kf_lane % {_WARP};",
-            "    for (int64_t kf_k = 0; kf_k < kf_per_lane; ++kf_k) {",
-            f"      const int64_t {index} = kf_start + kf_k * {_WARP};",
-            f"      if ({index} >= kf_end) break;", *("  " + line for line in body_lines), "    }"]
+    local = ["    value_type kf_local;", "    init(kf_local);"]
+    join = [f"    kf_acc.a{i} += kf_local.a{i};" for i in range(len(spec.accs))]
+    loop = ["    for (int64_t kf_i = kf_first + kf_lane; kf_i < kf_end; kf_i += kf_lanes) {",
+            f"      const int64_t {index} = kf_i;", *("  " + line for line in body_lines), "    }"]
     return [*local, *preamble], [*loop, *join]
 
 
 def _lane_count() -> list[str]:
-    """How many lanes a launch of ``[kf_b0, kf_e0)`` runs, and how many elements each (``_in_lanes``)."""
+    """How many lanes a launch of ``[kf_b0, kf_e0)`` runs (``_in_lanes``)."""
     return ["    const int64_t kf_n = kf_e0 > kf_b0 ? kf_e0 - kf_b0 : 0;",
-            f"    kf_f.kf_per_lane = std::min<int64_t>({_MOST_PER_LANE}, "
+            f"    const int64_t kf_per_lane = std::min<int64_t>({_MOST_PER_LANE}, "
             f"std::max<int64_t>(1, kf_n >> {_LANES_BEFORE_SHARING}));",
             "    kf_f.kf_first = kf_b0;",
             "    kf_f.kf_end = kf_e0;",
-            f"    const int64_t kf_lanes = (kf_n + {_WARP} * kf_f.kf_per_lane - 1) / ({_WARP} * kf_f.kf_per_lane) * {_WARP};"]
+            "    kf_f.kf_lanes = (kf_n + kf_per_lane - 1) / kf_per_lane;"]
 
 
 def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):
