@@ -233,6 +233,15 @@ def ops_shift(x, y, alpha):
     pk.add(t, y[:n - 2], out=y[:n - 2])
 
 
+def ops_rows(m, out, alpha):
+    """Array operations on the matrix ending in row sums: ``out[:n] = sum((m * alpha - m[0]) ** 2, axis=1) / 2``,
+    its first row broadcast and its 2-D intermediates dropped (fused, the row sums are computed in the chain's
+    kernel: kfuse/ops/lazy.py ``rows_sum``)."""
+    n = min(m.shape[0], out.shape[0])
+    sums = pk.sum(pk.square(pk.subtract(pk.multiply(m, alpha), m[0:1, :])), axis=1)
+    pk.multiply(sums[:n], 0.5, out=out[:n])
+
+
 @pk.workunit
 def k_broken(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = x[i] * 0.3173828125  # BROKEN_MARK
@@ -278,6 +287,7 @@ KERNELS = {
     "ops_chain": Kernel(ops_chain, "for", ("x", "y"), (F64, F64), ("y",), "alpha", policy="ops"),
     "ops_sum": Kernel(ops_sum, "reduce", ("x", "y"), (F64, F64), (), "alpha", policy="ops"),
     "ops_shift": Kernel(ops_shift, "for", ("x", "y"), (F64, F64), ("y",), "alpha", policy="ops"),
+    "ops_rows": Kernel(ops_rows, "for", ("m", "out"), ("M", F64), ("out",), "alpha", policy="ops"),
     "subrow": Kernel(k_subrow, "for", ("m", "out"), ("M", F64), ("out",)),
     "to_f32": Kernel(k_to_f32, "for", ("x", "f"), (F64, "f32"), ("f",)),
     "from_f32": Kernel(k_from_f32, "for", ("f", "y"), ("f32", F64), ("y",)),

@@ -9,7 +9,10 @@ exactly what the operations compute one by one.
 A step is ``(workunit, operands, dtype, stored)``: operands per parameter after ``out`` are ``("v", n)`` (input
 View n), ``("t", k)`` (the value of step k) or ``("s", n)`` (scalar n); ``stored`` is the output View's number or
 None. The last step may be a whole-array reduction (``acc += f(a[i], s)``, its accumulator the kernel's; dtype
-and stored None): the kernel is then a ``parallel_reduce``. Such a tuple of steps, and whether the kernel is
+and stored None): the kernel is then a ``parallel_reduce``. Or it may sum each row of a 2-D result (``ROW_SUM``,
+operands ``(("t", k), ("s", n))``: step k's value over scalar n): the kernel then runs a thread per row, the
+other steps in a loop over the row's elements (``rows__n`` of them, its last parameter), and stores the row's
+sum, added in the order ``kernels.rows_sum_k`` adds, into the 1-D output. Such a tuple of steps, and whether the kernel is
 two-dimensional (``grid``: thread ``(i, j)``, every View indexed ``[i][j]``, for strided 2-D Views), is the key
 of the generated workunit (``kernel_for``). The operations' bodies use their index only to index their Views,
 so the same body serves both.
@@ -23,6 +26,11 @@ import types
 
 from ..frontend.workunit import ParsedFunction, Workunit, compiled
 from ..types import DType
+from . import kernels
+
+#: The row reduction a chain may end with (module docstring).
+ROW_SUM = kernels.rows_sum_k
+_ROW, _COLUMN, _LENGTH, _SUM = "i", "rows__j", "rows__n", "rows__sum"
 
 _FILENAME = "<kfuse array expression>"
 _DTYPE_NAMES = {f"kfuse_{d.name}": d for d in DType}
@@ -136,14 +144,27 @@ def _name(name: str):
     return lambda: ast.Name(id=name, ctx=ast.Load())
 
 
-def _element(view: str, grid: bool, ctx=ast.Load):
-    """``view[i]``, or ``view[i][j]`` in a 2-D kernel."""
+def _element(view: str, grid: bool, ctx=ast.Load, column: str = "j"):
+    """``view[i]``, or ``view[i][j]`` in a 2-D kernel (``column``: the name of j)."""
     def make():
         node = ast.Subscript(value=ast.Name(id=view, ctx=ast.Load()), slice=ast.Name(id="i", ctx=ast.Load()),
                              ctx=ast.Load() if grid else ctx())
         if grid:
-            node = ast.Subscript(value=node, slice=ast.Name(id="j", ctx=ast.Load()), ctx=ctx())
+            node = ast.Subscript(value=node, slice=ast.Name(id=column, ctx=ast.Load()), ctx=ctx())
         return node
+    return make
+
+
+def _in_row(view: str, grid: bool, ctx=ast.Load):
+    """Element ``rows__j`` of row ``i`` in a row kernel: ``view[i][rows__j]``, or of a flat View
+    ``view[i * rows__n + rows__j]``."""
+    if grid:
+        return _element(view, True, ctx, _COLUMN)
+
+    def make():
+        flat = ast.BinOp(left=ast.BinOp(left=_name(_ROW)(), op=ast.Mult(), right=_name(_LENGTH)()), op=ast.Add(),
+                         right=_name(_COLUMN)())
+        return ast.Subscript(value=ast.Name(id=view, ctx=ast.Load()), slice=flat, ctx=ctx())
     return make
 
 
@@ -174,21 +195,26 @@ def _merged(wus: frozenset) -> dict | None:
 def kernel_for(steps: tuple, grid: bool = False) -> Workunit:
     """The workunit computing ``steps`` (all inlinable, ``namespace(steps)`` not None), made once per key."""
     outputs, inputs, scalars = signature(steps)
+    rows = steps[-1][0] is ROW_SUM
+    element = functools.partial(_in_row, grid=grid) if rows else functools.partial(_element, grid=grid)
     body, acc = [], []
-    for k, (wu, operands, dtype, stored) in enumerate(steps):
+    for k, (wu, operands, dtype, stored) in enumerate(steps[:-1] if rows else steps):
         t = template(wu)
         bindings = {}
         for param, (kind, n) in zip(t.params, operands):
-            bindings[param] = _element(f"v{n}", grid) if kind == "v" else _name(f"t{n}" if kind == "t" else f"s{n}")
+            bindings[param] = element(f"v{n}") if kind == "v" else _name(f"t{n}" if kind == "t" else f"s{n}")
         body.extend(t.inline(k, bindings, dtype))
         if t.acc is not None:
             acc = [ast.arg(arg="acc", annotation=copy.deepcopy(t.acc.annotation))]
         if stored is not None:
-            body.append(ast.Assign(targets=[_element(f"o{stored}", grid, ast.Store)()],
+            body.append(ast.Assign(targets=[element(f"o{stored}", ctx=ast.Store)()],
                                    value=ast.Name(id=f"t{k}", ctx=ast.Load())))
     names = [*(f"o{n}" for n in range(outputs)), *(f"v{n}" for n in range(inputs)), *(f"s{n}" for n in range(scalars))]
+    if rows:
+        body = _row_loop(body, steps[-1])
+        names.append(_LENGTH)
     title = "_".join(dict.fromkeys(step[0].__name__.removesuffix("_k") for step in steps))
-    index = [ast.arg(arg="i"), ast.arg(arg="j")] if grid else [ast.arg(arg="i")]
+    index = [ast.arg(arg="i"), ast.arg(arg="j")] if grid and not rows else [ast.arg(arg="i")]
     params = [*index, *acc, *(ast.arg(arg=n) for n in names)]
     tree = ast.FunctionDef(name=f"ops_{title}"[:80], args=ast.arguments(
         posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
@@ -202,6 +228,19 @@ def kernel_for(steps: tuple, grid: bool = False) -> Workunit:
     wu = Workunit(fn)
     wu.__dict__["parsed"] = ParsedFunction(fn=fn, name=tree.name, tree=tree, filename=_FILENAME, namespace=merged)
     return wu
+
+
+def _row_loop(body: list, last: tuple) -> list:
+    """A row kernel's statements: the chain's ``body`` per element of row ``i``, its value summed as
+    ``kernels.rows_sum_k`` sums, then stored over the divisor."""
+    _, ((_, value), (_, divisor)), _, stored = last
+    total = ast.parse(f"{_SUM} = 0.0").body
+    add = ast.AugAssign(target=ast.Name(id=_SUM, ctx=ast.Store()), op=ast.Add(), value=_name(f"t{value}")())
+    loop = ast.For(target=ast.Name(id=_COLUMN, ctx=ast.Store()), iter=ast.Call(
+        func=_name("range")(), args=[_name(_LENGTH)()], keywords=[]), body=[*body, add], orelse=[], type_comment=None)
+    store = ast.Assign(targets=[_element(f"o{stored}", False, ast.Store)()], value=ast.BinOp(
+        left=_name(_SUM)(), op=ast.Div(), right=_name(f"s{divisor}")()))
+    return [*total, loop, store]
 
 
 def _no_closure():

@@ -50,6 +50,8 @@ class Group:
         """Whether ``step`` (its View operands ``views``; ``grid``: one of them or its target is strided 2-D) may
         join the group."""
         target = step.target
+        if step.wu is expressions.ROW_SUM:
+            return self._takes_rows(step, views[0])
         if not self.open or (target if target is not None else views[0]).size != self.size \
                 or expressions.template(step.wu) is None:
             return False
@@ -60,6 +62,14 @@ class Group:
             if not written.aligned(v):
                 return False
         return target is None or step.fresh or written.aligned(target) and self.read.aligned(target)
+
+    def _takes_rows(self, step, source: View) -> bool:
+        """A row sum joins to sum the rows of a contiguous result of the group (in C order, as the group's kernel
+        writes it; in a 2-D group one of its shape) into new memory, one element per row."""
+        rows = step.target.size
+        return self.open and step.fresh and source.storage == "right" and source.size == self.size and rows and \
+            source.size % rows == 0 and self.writer.get(source.bounds) is not None and \
+            (not self.grid or source.shape == self.shape and rows == source.shape[0])
 
     def add(self, step, views: list, grid: bool) -> None:
         """Append ``step`` (the caller asked ``takes``, or the group is empty). Runs per operation: loops and
@@ -98,7 +108,9 @@ class Group:
             self.elements.append(None)
             part = step.wu, codes
         else:
-            if target.shape != shape:
+            if step.wu is expressions.ROW_SUM:
+                self.open = False  # (its target is one element per row: the group's shape stays its elements')
+            elif target.shape != shape:
                 self.shape = None
             key = target.bounds if target.storage == "right" else (target.bounds, target.strides)
             if key not in self.written.exact:

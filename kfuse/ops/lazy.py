@@ -28,7 +28,7 @@ from ..future import Future
 from ..policies import MDRangePolicy
 from ..types import DType
 from ..views import View, escaped_any
-from . import _common, kernels, on_host, overlap, plans, stores  # _common imports this module: its names are read at call time
+from . import _common, expressions, kernels, on_host, overlap, plans, stores  # _common imports this module: its names are read at call time
 from .group import Group, elements
 from .recorded import Recorded, Step, Summary, summary_of
 
@@ -109,6 +109,34 @@ def reduce(wu, view: View, scalars: tuple, dtype: DType) -> Future | None:
     return future
 
 
+def rows_sum(lines: View, target: View, divisor: float) -> bool:
+    """Record ``target[i] = sum(lines[i, :]) / divisor`` (``kernels.rows_sum_k``) as the last step of the open group
+    when ``lines`` (2-D, float64) is a result that group computes and ``target`` new memory: the group's kernel
+    then sums each row as it computes it, and the 2-D result is stored only if something else keeps it. False
+    when it cannot join: the caller runs the row kernel itself."""
+    rt = context.current()
+    if type(lines) is not View or lines.dtype is not DType.float64 or target.dtype is not DType.float64 \
+            or not lines.size:
+        return False
+    with guard.lock:
+        batch = rt.batch
+        if batch is None:
+            return False
+        source = None
+        for step in batch.steps:  # the group's own View of that memory (its analysis is kept per sequence of steps)
+            if step.target is not None and step.target.bounds == lines.bounds and step.target.storage == "right":
+                source = step.target
+        if source is None or lines.storage != "right" or source.size != lines.size:
+            return False
+        step = Step(expressions.ROW_SUM, target, (source, float(divisor)), True)
+        if not batch.join(step, [source], False):
+            return False
+        rt.counts["array_ops_recorded"] += 1
+        if len(batch.steps) >= _MAX_STEPS:
+            rt.run_batch(host_waits=True)
+    return True
+
+
 def _append(rt, step: Step, views: list, grid: bool) -> None:
     """Record ``step`` (the caller holds ``guard.lock``), after running the open group if the step cannot join
     it; a full group runs without waiting."""
@@ -152,8 +180,14 @@ def _launch(steps: list, summary: Summary, stored: list, mode: _Mode, analysed) 
     for n in plan.scalars:
         k, position = scalars[n]
         values.append(steps[k].operands[position])
-    args = dict(zip(plan.names, values))
     last = steps[plan.last]
+    if plan.rows:
+        values.append(last.operands[0].size // last.target.size)
+        _kernel("for", last.target.size, plan.wu, dict(zip(plan.names, values)), mode, plan)
+        if mode.now and plan.fused:
+            counters.bump("fused_kernels_launched")
+        return
+    args = dict(zip(plan.names, values))
     if last.target is None:
         _deliver(last.future, _kernel("reduce", last.operands[0].size, plan.wu, args, mode, plan))
     else:
@@ -164,7 +198,12 @@ def _launch(steps: list, summary: Summary, stored: list, mode: _Mode, analysed) 
 
 def _alone(step: Step, grid: bool, mode: _Mode) -> None:
     """A step as a kernel call of its own: its operation's kernel over flat Views, or in a 2-D group the kernel
-    generated for it."""
+    generated for it; a row sum over its 2-D rows."""
+    if step.wu is expressions.ROW_SUM:
+        source, divisor = step.operands
+        lines = View.wrap(source._array.reshape(step.target.size, -1))
+        _kernel("for", step.target.size, step.wu, {"out": step.target, "a": lines, "divisor": divisor}, mode)
+        return
     if not grid:
         _call_one(step, mode)
         return

@@ -55,6 +55,13 @@ def _each_row(wu, lines: View, **args) -> None:
         parallel_for(lines.shape[0], wu, a=lines, **args)
 
 
+def _row_sums(lines: View, target: View, divisor: float, fresh: bool) -> None:
+    """``target[i] = sum(lines[i, :]) / divisor``: into new memory (``fresh``) recorded with the operations
+    computing ``lines`` while they are pending (kfuse/ops/lazy.py ``rows_sum``), else the row kernel."""
+    if not (fresh and lazy.rows_sum(lines, target, divisor)):
+        _each_row(k.rows_sum_k, lines, out=target, divisor=divisor)
+
+
 def _copy_back(dest: View, target: View) -> None:
     """A strided ``out=`` receives the results computed in the contiguous ``dest`` (a copy kernel)."""
     copy(View.wrap(dest._array.reshape(target.shape)), out=target)
@@ -96,7 +103,7 @@ def sum(a, axis=None, out=None, keepdims=False):  # noqa: A001 - NumPy spelling
                        lambda r, t: _each_row(k.rows_sum_int_k, r, out=t))
     return _reduce("sum", v, axis, out, keepdims, dtype,
                    lambda f: _whole_sum(f, 1.0),
-                   lambda r, t: _each_row(k.rows_sum_k, r, out=t, divisor=1.0))
+                   lambda r, t: _row_sums(r, t, 1.0, out is None))
 
 
 def prod(a, axis=None, out=None, keepdims=False):
@@ -130,7 +137,7 @@ def mean(a, axis=None, out=None, keepdims=False):
 
     def along(r: View, t: View):
         _nonempty("mean", r.shape[1])
-        _each_row(k.rows_sum_k, r, out=t, divisor=float(r.shape[1]))
+        _row_sums(r, t, float(r.shape[1]), out is None)
 
     return _reduce("mean", v, axis, out, keepdims, _mean_dtype(v), whole, along)
 

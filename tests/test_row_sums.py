@@ -1,0 +1,101 @@
+"""Row sums recorded with the array operations computing their rows (kfuse/ops/lazy.py ``rows_sum``): with fusion
+on, ``pk.sum(expr, axis=-1)`` (and ``pk.mean``) of a pending 2-D (or contiguous n-D) result is one kernel, a thread
+per row summing each element as it computes it, and the rows are stored only if the program keeps them. Checked
+against the same program run eagerly (bit for bit: the same values added in the same order) and against NumPy;
+and where a row sum cannot join (``out=``, another axis, integers), that it runs as its own kernel, right."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kfuse as pk
+
+RNG = np.random.default_rng(5)
+
+
+@pytest.fixture(autouse=True)
+def kernels_only(monkeypatch):
+    monkeypatch.setenv("KFUSE_HOST_ELEMENTS", "0")  # small operations too go to kernels, as at scale
+
+
+def _run(fused: bool, program, *arrays):
+    """``program``'s results as NumPy arrays, eager or fused, and the run's counters."""
+    views = [pk.array(a.copy()) for a in arrays]
+    if fused:
+        pk.enable_fusion()
+    try:
+        pk.reset_stats()
+        results = program(*views)
+        got = [np.asarray(r).copy() for r in (results if isinstance(results, tuple) else (results,))]
+        return got, pk.stats()
+    finally:
+        pk.disable_fusion()
+
+
+def _same_both_ways(program, *arrays):
+    eager, _ = _run(False, program, *arrays)
+    fused, stats = _run(True, program, *arrays)
+    for e, f in zip(eager, fused):
+        np.testing.assert_array_equal(f, e)
+    return fused, stats
+
+
+def gaussian_rows(x, theta, var):
+    """GaussianNB's per-class term: a broadcast row, a 2-D chain, its row sums."""
+    return pk.multiply(pk.sum(pk.divide(pk.square(pk.subtract(x, theta)), var), axis=1), -0.5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 1), (1, 9), (37, 8), (300, 33)])
+def test_a_chain_and_its_row_sums_are_one_kernel_and_numpys_values(shape):
+    x, theta, var = RNG.standard_normal(shape), RNG.standard_normal((1, shape[1])), RNG.uniform(0.5, 2, (1, shape[1]))
+    (got,), stats = _same_both_ways(gaussian_rows, x, theta, var)
+    np.testing.assert_allclose(got, -0.5 * (((x - theta) ** 2) / var).sum(1), rtol=1e-13)
+    assert stats["kernels_launched"] == 2  # the chain with its row sums; the multiply after the reduction
+    assert stats["unstored_arrays"] >= 3  # none of the 2-D intermediates reaches memory
+
+
+def test_rows_the_program_keeps_are_stored_and_summed():
+    x = RNG.standard_normal((40, 6))
+
+    def program(v):
+        squares = pk.square(pk.add(v, 1.0))
+        return squares, pk.sum(squares, axis=1), pk.mean(squares, axis=-1)
+    (squares, sums, means), _ = _same_both_ways(program, x)
+    np.testing.assert_array_equal(squares, (x + 1.0) ** 2)
+    np.testing.assert_allclose(sums, ((x + 1.0) ** 2).sum(1), rtol=1e-14)
+    np.testing.assert_allclose(means, ((x + 1.0) ** 2).mean(1), rtol=1e-14)
+
+
+def test_the_last_axes_of_a_contiguous_result_are_its_rows():
+    x = RNG.standard_normal((4, 5, 6))
+    (got,), stats = _same_both_ways(lambda v: pk.sum(pk.multiply(v, 3.0), axis=(1, 2)), x)
+    np.testing.assert_allclose(got, (x * 3.0).sum(axis=(1, 2)), rtol=1e-14)
+    assert stats["kernels_launched"] == 1
+
+
+def test_row_sums_that_cannot_join_run_alone_and_right():
+    x = RNG.standard_normal((30, 7))
+    out = pk.zeros(30)
+
+    def program(v):
+        pk.sum(pk.multiply(v, 2.0), axis=1, out=out)  # into memory the program holds
+        columns = pk.sum(pk.multiply(v, 2.0), axis=0)  # not rows of C order
+        counts = pk.sum(pk.greater(v, 0.0), axis=1)  # integers
+        return out, columns, counts
+    (rows, columns, counts), _ = _same_both_ways(program, x)
+    np.testing.assert_allclose(rows, (2 * x).sum(1), rtol=1e-14)
+    np.testing.assert_allclose(columns, (2 * x).sum(0), rtol=1e-14)
+    np.testing.assert_array_equal(counts, (x > 0).sum(1))
+
+
+def test_a_row_sum_ends_its_group():
+    """What follows a row sum (here on its result, and a new chain on the same rows) starts a new kernel."""
+    x = RNG.standard_normal((25, 4))
+
+    def program(v):
+        total = pk.sum(pk.exp(pk.multiply(v, 0.5)), axis=1)
+        return pk.add(total, 1.0), pk.sum(pk.multiply(v, v), axis=1)
+    (shifted, squares), stats = _same_both_ways(program, x)
+    np.testing.assert_allclose(shifted, np.exp(0.5 * x).sum(1) + 1.0, rtol=1e-13)
+    np.testing.assert_allclose(squares, (x * x).sum(1), rtol=1e-14)
+    assert stats["kernels_launched"] == 3
