@@ -10,7 +10,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,17 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import kfuse as pk  # noqa: E402
 from examples.gaussian_nb import SIZES, make_data  # noqa: E402
 from examples.gaussian_nb_array import GaussianNB, numpy_fit_predict  # noqa: E402
-from kfuse.bench.peers import gaussian_nb_xp  # noqa: E402
-
-
-def _median_ms(run, times: int) -> float:
-    run()  # warm-up: compiles, settles profitability decisions
-    samples = []
-    for _ in range(times):
-        start = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1e3
+from kfuse.bench.peers import gaussian_nb_xp, median_ms  # noqa: E402
 
 
 def main() -> None:
@@ -52,13 +41,13 @@ def main() -> None:
 
     numbers = {"eager": [], "fused": [], "numpy": []}
     for _ in range(args.repeats):
-        numbers["eager"].append(_median_ms(predict, args.runs))
+        numbers["eager"].append(median_ms(predict, args.runs))
         with pk.fusion():
             for _ in range(10):  # until the profitability trials are decided
                 predict()
-            numbers["fused"].append(_median_ms(predict, args.runs))
+            numbers["fused"].append(median_ms(predict, args.runs))
             assert (model.classes_[np.asarray(model.predict_index(test))] == want).all()
-        numbers["numpy"].append(_median_ms(lambda: gaussian_nb_xp(np, samples, *fitted), args.runs))
+        numbers["numpy"].append(median_ms(lambda: gaussian_nb_xp(np, samples, *fitted), args.runs))
     eager, fused = statistics.median(numbers["eager"]), statistics.median(numbers["fused"])
     print(f"GaussianNB predict ({args.size}: {n_test} samples x {features} features, {classes} classes), "
           f"KFUSE_NUM_THREADS={os.environ.get('KFUSE_NUM_THREADS', '-')}, load {os.getloadavg()[0]:.2f}")
