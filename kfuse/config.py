@@ -135,6 +135,9 @@ def _pool_default() -> int:
 POOL_BYTES = Setting("KFUSE_POOL_BYTES", str(_pool_default()), "Bytes of memory kept for reuse by the results of "
                      "array operations (kfuse/buffers.py; default an eighth of the machine's memory, 1 to 16 GiB); "
                      "0 turns the pool off.", False, int)
+DEVICE_POOL_BYTES = Setting("KFUSE_DEVICE_POOL_BYTES", str(2 << 30), "Bytes of GPU memory kept for reuse when the "
+                            "View owning it goes (kfuse/runtime/device.py): a program that makes its arrays anew "
+                            "each step allocates and frees no device memory once warm; 0 frees at once.", False, int)
 HOST_ELEMENTS = Setting("KFUSE_HOST_ELEMENTS", "4096", "Element-wise array operations of at most this many result "
                         "elements, exact in NumPy (+ - * / sqrt, comparisons, logical, copies, fills), run at once "
                         "by NumPy on the host when the default space is a host one and nothing is pending "
@@ -155,7 +158,7 @@ BOUNDS_CHECK = Setting("KFUSE_BOUNDS_CHECK", "0", "1: every View access in a com
                        True, _flag)
 
 ALL = (CACHE_DIR, CACHE_FALLBACK, KOKKOS_ROOT, KOKKOS_AUTO_INSTALL, CXX, GPU_ARCH, OPT_FLAGS, FUSION, MAX_TRACE,
-       MAX_GROUP, PROFIT, PROFIT_TRIALS, POOL_BYTES, MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE,
+       MAX_GROUP, PROFIT, PROFIT_TRIALS, POOL_BYTES, DEVICE_POOL_BYTES, MAX_LOADED_KERNELS, TRANSFORMS, DUMP_DIR, DEBUG, DEFAULT_SPACE,
        BACKEND, NUM_THREADS, QUIET, VERBOSE, BOUNDS_CHECK)
 
 

@@ -133,6 +133,8 @@ def fake_cuda(monkeypatch):
     cuda = FakeCuda()
     monkeypatch.setattr(device, "_lib", lambda: cuda)
     monkeypatch.setattr(device, "_mirrors", {})
+    monkeypatch.setattr(device, "_spare", {})  # (spare buffers belong to the library that made them)
+    monkeypatch.setattr(device, "_spare_bytes", 0)
     pk.set_default_space(pk.OpenMP)
     return cuda
 

@@ -314,3 +314,36 @@ def test_array_code_on_a_view_leaves_its_data_on_the_device(fake_gpu, mode):
         np.testing.assert_array_equal(labels, want)
         assert fake_gpu.to_host == [200 * 8]  # the argmax indices (int64), nothing else
         assert (test._array.nbytes in fake_gpu.to_device) == (run == 0)
+
+
+def test_device_buffers_of_dropped_views_are_reused_not_freed(fake_gpu, mode, monkeypatch):
+    """A step that makes its arrays anew allocates device memory the first time only; a reused buffer's old
+    contents never show (the new View's values are copied over, or its kernel writes it first)."""
+    import gc
+
+    from kfuse.runtime import device
+
+    calls = {"malloc": 0, "free": 0}
+    malloc, free = fake_gpu.kfuse_device_malloc, fake_gpu.kfuse_device_free
+    monkeypatch.setattr(fake_gpu, "kfuse_device_malloc", lambda n: calls.__setitem__("malloc", calls["malloc"] + 1)
+                        or malloc(n))
+    monkeypatch.setattr(fake_gpu, "kfuse_device_free", lambda p: calls.__setitem__("free", calls["free"] + 1)
+                        or free(p))
+    for step in range(4):
+        x, y = inputs(), pk.View([N])
+        x[:] = np.arange(N) + step
+        pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+        np.testing.assert_array_equal(y.copy(), 2.0 * (np.arange(N) + step))
+        del x, y
+        gc.collect()
+        if step == 0:
+            made = calls["malloc"]
+    assert made == 2 and calls == {"malloc": 2, "free": 0}
+    monkeypatch.setenv("KFUSE_DEVICE_POOL_BYTES", "0")
+    device._free_spares()
+    x = inputs()
+    pk.parallel_for(N, dm_add_one, y=x)
+    np.testing.assert_array_equal(x.copy(), np.arange(N) + 1.0)
+    del x
+    gc.collect()
+    assert calls == {"malloc": 3, "free": 3}  # two spares freed, then the new buffer at once

@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from .. import context, escape
+from .. import config, context, escape
 from ..errors import LaunchError
 from .. import views
 from ..views import DeviceView, NumpyArgument, View, memory_owner, overlaps
@@ -48,6 +48,8 @@ class Mirror:
 
 
 _mirrors: dict = {}  # root buffer address -> Mirror
+_spare: dict = {}  # nbytes -> device buffers of that size whose Views went, kept for the next mirror of that size
+_spare_bytes = 0
 _undefined: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id -> root array of undefined contents
 
 
@@ -81,23 +83,57 @@ def _mirror_for(view) -> Mirror:
     address = root.__array_interface__["data"][0]
     mirror = _mirrors.get(address)
     if mirror is None:
-        lib = _lib()
         nbytes = max(root.nbytes, 1)
-        device_ptr = lib.kfuse_device_malloc(nbytes)
-        if not device_ptr:
-            raise MemoryError(f"could not allocate {nbytes} bytes of device memory")
+        device_ptr = _allocate(nbytes)
         mirror = _mirrors[address] = Mirror(address, nbytes, device_ptr)
         finalizer = weakref.finalize(root, _release, address, device_ptr)  # a reused address never inherits it
         finalizer.atexit = False  # at exit, kokkos_runtime copies results back first, then frees (release_all)
     return mirror
 
 
+def _allocate(nbytes: int) -> int:
+    """Device memory of ``nbytes``: a spare buffer of that size, else new (after freeing the spares, if the
+    device has no room)."""
+    global _spare_bytes
+    spares = _spare.get(nbytes)
+    if spares:
+        _spare_bytes -= nbytes
+        return spares.pop()
+    lib = _lib()
+    device_ptr = lib.kfuse_device_malloc(nbytes)
+    if not device_ptr and _spare:
+        _free_spares()
+        device_ptr = lib.kfuse_device_malloc(nbytes)
+    if not device_ptr:
+        raise MemoryError(f"could not allocate {nbytes} bytes of device memory")
+    return device_ptr
+
+
 def _release(address: int, device_ptr: int) -> None:
+    """The View memory at ``address`` went: its device buffer is kept as a spare while they fit in
+    KFUSE_DEVICE_POOL_BYTES (allocating and freeing GPU memory costs far more than a kernel on small data, and a
+    free waits for the device), else freed."""
+    global _spare_bytes
     mirror = _mirrors.pop(address, None)
     from . import kokkos_runtime
 
-    if mirror is not None and kokkos_runtime.is_running():
+    if mirror is None or not kokkos_runtime.is_running():
+        return
+    if _spare_bytes + mirror.nbytes <= config.DEVICE_POOL_BYTES.get():
+        _spare.setdefault(mirror.nbytes, []).append(device_ptr)
+        _spare_bytes += mirror.nbytes
+    else:
         _lib().kfuse_device_free(ctypes.c_void_p(device_ptr))
+
+
+def _free_spares() -> None:
+    global _spare_bytes
+    lib = _lib()
+    for spares in _spare.values():
+        for device_ptr in spares:
+            lib.kfuse_device_free(ctypes.c_void_p(device_ptr))
+    _spare.clear()
+    _spare_bytes = 0
 
 
 def forget(address: int) -> None:
@@ -112,7 +148,9 @@ def forget(address: int) -> None:
 def release_all() -> None:
     """Free every device buffer before Kokkos is finalised (at exit)."""
     for address, mirror in list(_mirrors.items()):
-        _release(address, mirror.device_ptr)
+        _mirrors.pop(address, None)
+        _lib().kfuse_device_free(ctypes.c_void_p(mirror.device_ptr))
+    _free_spares()
 
 
 def device_pointer(view, writes: bool) -> int:
