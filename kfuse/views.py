@@ -402,6 +402,21 @@ class View:
             parts[1][key] = sub
         return sub
 
+    def repeated(self, shape: tuple) -> "View":
+        """This View broadcast to ``shape`` (NumPy's rule; zero strides where it repeats), sharing its memory and
+        kept as its slices are: array code broadcasts one row against a matrix at every statement."""
+        key = ("repeated", shape)
+        parts = self._parts
+        if parts is not None and parts[0] == _resizes:
+            spread = parts[1].get(key)
+            if spread is not None:
+                return spread
+        spread = View._part(np.broadcast_to(self._array, shape), self, self.ptr)
+        if parts is None or parts[0] != _resizes or len(parts[1]) >= _PARTS_KEPT:
+            parts = self._parts = (_resizes, {})
+        parts[1][key] = spread
+        return spread
+
     @classmethod
     def _part(cls, array: np.ndarray, whole: "View", ptr: int | None = None) -> "View":
         """A View over ``array``, a slice of ``whole``'s array at ``ptr`` (None: asked of NumPy): ``_take``'s

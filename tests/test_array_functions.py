@@ -363,6 +363,9 @@ def test_a_new_result_reads_the_repeated_operand_where_it_is(shapes, monkeypatch
     assert pk.stats()["kernels_launched"] == 1
     same(got, a - b)
     same(pk.divide(pk.square(pk.subtract(x, y)), y), (a - b) ** 2 / b)
+    smaller = y if y.size < x.size else x
+    result = np.broadcast_shapes(shapes[0], shapes[1])
+    assert smaller.repeated(result) is smaller.repeated(result)  # made once, as a slice is
 
 
 @MODES

@@ -194,7 +194,7 @@ def broadcast(name: str, *operands, out=None) -> tuple:
 def _repeated(v: View, shape: tuple, in_place: bool = False) -> View:
     if len(shape) > 2:
         return View.wrap(np.ascontiguousarray(np.broadcast_to(v.copy(), shape)))
-    spread = View.wrap(np.broadcast_to(v._array, shape))
+    spread = v.repeated(shape)
     return spread if in_place else elementwise(kernels.copy_k, new_view(shape, v.dtype.np), a=spread)
 
 
