@@ -99,3 +99,23 @@ def test_a_row_sum_ends_its_group():
     np.testing.assert_allclose(shifted, np.exp(0.5 * x).sum(1) + 1.0, rtol=1e-13)
     np.testing.assert_allclose(squares, (x * x).sum(1), rtol=1e-14)
     assert stats["kernels_launched"] == 3
+
+
+def test_lines_of_a_view_never_come_from_a_copy():
+    """The reduced lines are the View's own memory or a gather kernel's output, on any NumPy (a reshape that would
+    copy reads the memory past the barrier)."""
+    from kfuse.ops import _lines
+
+    a = np.arange(24.0).reshape(2, 3, 4)
+    same = _lines._reshaped_in_place(a.transpose(0, 1, 2), (6, 4))
+    assert same is not None and np.shares_memory(same, a)
+    assert _lines._reshaped_in_place(a.transpose(1, 0, 2), (6, 4)) is None
+
+    class OldArray(np.ndarray):  # NumPy < 2.1: reshape takes no copy=
+        def reshape(self, *shape, **kwargs):
+            if kwargs:
+                raise TypeError("'copy' is an invalid keyword argument for this function")
+            return np.ndarray.reshape(self, *shape)
+    old = a.view(OldArray)
+    assert np.shares_memory(_lines._reshaped_in_place(old, (6, 4)), a)
+    assert _lines._reshaped_in_place(old.transpose(1, 0, 2), (6, 4)) is None

@@ -52,10 +52,9 @@ def rows(v: View, reduced: tuple) -> View:
     kept = [d for d in range(v.ndim) if d not in reduced]
     n_kept = math.prod(v.shape[d] for d in kept)
     n_reduced = math.prod(v.shape[d] for d in reduced)
-    try:
-        return View.wrap(v._array.transpose(kept + list(reduced)).reshape((n_kept, n_reduced), copy=False))
-    except ValueError:  # no two strides reach these lines
-        pass
+    lines = _reshaped_in_place(v._array.transpose(kept + list(reduced)), (n_kept, n_reduced))
+    if lines is not None:
+        return View.wrap(lines)
     out = new_view((n_kept, n_reduced), v.dtype.np)
     if out.size:
         source = flat(c_order(v))
@@ -63,6 +62,23 @@ def rows(v: View, reduced: tuple) -> View:
         parallel_for(MDRangePolicy([0, 0], [n_kept, n_reduced]), mk.gather_rows_k, out=out, a=source, base=base,
                      offset=offset)
     return out
+
+
+def _reshaped_in_place(array: np.ndarray, shape: tuple) -> np.ndarray | None:
+    """``array`` reshaped without copying, or None where no strides reach that shape (only a View of the View's
+    own memory will do: a copy would read it past the barrier). NumPy before 2.1 has no ``reshape(copy=False)``;
+    setting ``shape`` on a view refuses the same shapes there."""
+    try:
+        return array.reshape(shape, copy=False)
+    except ValueError:
+        return None
+    except TypeError:  # NumPy < 2.1
+        view = array.view()
+        try:
+            view.shape = shape
+        except AttributeError:
+            return None
+        return view
 
 
 def _offsets(shape: tuple, dims) -> np.ndarray:
