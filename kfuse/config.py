@@ -7,6 +7,7 @@ newcomer looks to learn what can be switched and whether a switch changes compil
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +72,13 @@ PROFIT_MODES = ("off", "model", "measure")
 
 def data_home() -> Path:
     """Where per-user data lives (XDG_DATA_HOME, else ~/.local/share): kfuse keeps its Kokkos builds there."""
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return _data_home(os.environ.get("XDG_DATA_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _data_home(xdg: str | None, home: str | None) -> Path:
+    """(Asked at every flush, through the Kokkos install the compile cost model looks up: made once per value.)"""
+    return Path(xdg or Path.home() / ".local" / "share")
 
 
 def _default_cache_dir() -> str:

@@ -48,7 +48,12 @@ class KokkosNotFound(KfuseError):
 
 
 def user_root() -> Path:
-    return config.data_home() / "kfuse" / "kokkos"
+    return _under(config.data_home())
+
+
+@functools.lru_cache(maxsize=8)
+def _under(data_home: Path) -> Path:
+    return data_home / "kfuse" / "kokkos"
 
 
 def read(root: Path, origin: str, arch: str = "") -> Install | None:
