@@ -50,7 +50,7 @@ def test_a_chain_and_its_row_sums_are_one_kernel_and_numpys_values(shape):
     x, theta, var = RNG.standard_normal(shape), RNG.standard_normal((1, shape[1])), RNG.uniform(0.5, 2, (1, shape[1]))
     (got,), stats = _same_both_ways(gaussian_rows, x, theta, var)
     np.testing.assert_allclose(got, -0.5 * (((x - theta) ** 2) / var).sum(1), rtol=1e-13)
-    assert stats["kernels_launched"] == 2  # the chain with its row sums; the multiply after the reduction
+    assert stats["kernels_launched"] == 1  # the chain, its row sums and the multiply after them
     assert stats["unstored_arrays"] >= 3  # none of the 2-D intermediates reaches memory
 
 
@@ -88,17 +88,39 @@ def test_row_sums_that_cannot_join_run_alone_and_right():
     np.testing.assert_array_equal(counts, (x > 0).sum(1))
 
 
-def test_a_row_sum_ends_its_group():
-    """What follows a row sum (here on its result, and a new chain on the same rows) starts a new kernel."""
+def test_steps_on_the_row_sums_run_in_the_rows_thread_and_others_start_a_new_kernel():
+    """After a row sum, element-wise steps over one element per row (the sums, a broadcast number, a column of
+    another array written through out=) join; a step over the rows' elements again starts a new kernel."""
     x = RNG.standard_normal((25, 4))
+    table = pk.zeros((25, 3))
+
+    quarter = pk.array(np.array([0.25]))  # (made before: making a View waits for what is pending)
 
     def program(v):
         total = pk.sum(pk.exp(pk.multiply(v, 0.5)), axis=1)
-        return pk.add(total, 1.0), pk.sum(pk.multiply(v, v), axis=1)
-    (shifted, squares), stats = _same_both_ways(program, x)
+        pk.add(pk.multiply(total, 2.0), quarter, out=table[:, 1])
+        return pk.add(total, 1.0), pk.sum(pk.multiply(v, v), axis=1), table
+    (shifted, squares, written), stats = _same_both_ways(program, x)
     np.testing.assert_allclose(shifted, np.exp(0.5 * x).sum(1) + 1.0, rtol=1e-13)
     np.testing.assert_allclose(squares, (x * x).sum(1), rtol=1e-14)
-    assert stats["kernels_launched"] == 3
+    np.testing.assert_allclose(written[:, 1], 2.0 * np.exp(0.5 * x).sum(1) + 0.25, rtol=1e-13)
+    np.testing.assert_array_equal(written[:, [0, 2]], 0.0)
+    assert stats["kernels_launched"] == 2
+
+
+def test_a_step_after_the_row_sums_writing_what_the_rows_read_does_not_join():
+    """out= over the chain's own input (another row's elements than the thread's) must wait for every row."""
+    x = RNG.standard_normal((6, 6))
+
+    def program(v):
+        sums = pk.sum(pk.multiply(v, 1.0), axis=1)
+        pk.multiply(sums, 3.0, out=v[0, :])  # row 0 of the input, read by thread 0 only as [0][j]
+        return v
+    (got,), stats = _same_both_ways(program, x)
+    want = x.copy()
+    want[0, :] = 3.0 * x.sum(1)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    assert stats["kernels_launched"] == 2
 
 
 def test_lines_of_a_view_never_come_from_a_copy():

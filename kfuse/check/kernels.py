@@ -234,12 +234,12 @@ def ops_shift(x, y, alpha):
 
 
 def ops_rows(m, out, alpha):
-    """Array operations on the matrix ending in row sums: ``out[:n] = sum((m * alpha - m[0]) ** 2, axis=1) / 2``,
-    its first row broadcast and its 2-D intermediates dropped (fused, the row sums are computed in the chain's
-    kernel: kfuse/ops/lazy.py ``rows_sum``)."""
+    """Array operations on the matrix ending in row sums: ``out[:n] = sum((m * alpha - m[0]) ** 2, axis=1) / 2 + 1``,
+    its first row broadcast and its 2-D intermediates dropped (fused, the row sums and the steps after them are
+    computed in the chain's kernel: kfuse/ops/lazy.py ``rows_sum``)."""
     n = min(m.shape[0], out.shape[0])
     sums = pk.sum(pk.square(pk.subtract(pk.multiply(m, alpha), m[0:1, :])), axis=1)
-    pk.multiply(sums[:n], 0.5, out=out[:n])
+    pk.add(pk.multiply(sums, 0.5)[:n], 1.0, out=out[:n])
 
 
 @pk.workunit

@@ -12,7 +12,8 @@ None. The last step may be a whole-array reduction (``acc += f(a[i], s)``, its a
 and stored None): the kernel is then a ``parallel_reduce``. Or it may sum each row of a 2-D result (``ROW_SUM``,
 operands ``(("t", k), ("s", n))``: step k's value over scalar n): the kernel then runs a thread per row, the
 other steps in a loop over the row's elements (``rows__n`` of them, its last parameter), and stores the row's
-sum, added in the order ``kernels.rows_sum_k`` adds, into the 1-D output. Such a tuple of steps, and whether the kernel is
+sum, added in the order ``kernels.rows_sum_k`` adds, into the 1-D output; steps after it, over one element per row
+(``[i]``), run after the loop. Such a tuple of steps, and whether the kernel is
 two-dimensional (``grid``: thread ``(i, j)``, every View indexed ``[i][j]``, for strided 2-D Views), is the key
 of the generated workunit (``kernel_for``). The operations' bodies use their index only to index their Views,
 so the same body serves both.
@@ -195,26 +196,18 @@ def _merged(wus: frozenset) -> dict | None:
 def kernel_for(steps: tuple, grid: bool = False) -> Workunit:
     """The workunit computing ``steps`` (all inlinable, ``namespace(steps)`` not None), made once per key."""
     outputs, inputs, scalars = signature(steps)
-    rows = steps[-1][0] is ROW_SUM
-    element = functools.partial(_in_row, grid=grid) if rows else functools.partial(_element, grid=grid)
-    body, acc = [], []
-    for k, (wu, operands, dtype, stored) in enumerate(steps[:-1] if rows else steps):
-        t = template(wu)
-        bindings = {}
-        for param, (kind, n) in zip(t.params, operands):
-            bindings[param] = element(f"v{n}") if kind == "v" else _name(f"t{n}" if kind == "t" else f"s{n}")
-        body.extend(t.inline(k, bindings, dtype))
-        if t.acc is not None:
-            acc = [ast.arg(arg="acc", annotation=copy.deepcopy(t.acc.annotation))]
-        if stored is not None:
-            body.append(ast.Assign(targets=[element(f"o{stored}", ctx=ast.Store)()],
-                                   value=ast.Name(id=f"t{k}", ctx=ast.Load())))
+    rows = next((k for k, step in enumerate(steps) if step[0] is ROW_SUM), None)
+    if rows is None:
+        body, acc = _inlined(steps, 0, functools.partial(_element, grid=grid))
+    else:
+        body, acc = _inlined(steps[:rows], 0, functools.partial(_in_row, grid=grid))
+        after, _ = _inlined(steps[rows + 1:], rows + 1, functools.partial(_element, grid=False))
+        body = [*_row_loop(body, rows, steps[rows]), *after]
     names = [*(f"o{n}" for n in range(outputs)), *(f"v{n}" for n in range(inputs)), *(f"s{n}" for n in range(scalars))]
-    if rows:
-        body = _row_loop(body, steps[-1])
+    if rows is not None:
         names.append(_LENGTH)
     title = "_".join(dict.fromkeys(step[0].__name__.removesuffix("_k") for step in steps))
-    index = [ast.arg(arg="i"), ast.arg(arg="j")] if grid and not rows else [ast.arg(arg="i")]
+    index = [ast.arg(arg="i"), ast.arg(arg="j")] if grid and rows is None else [ast.arg(arg="i")]
     params = [*index, *acc, *(ast.arg(arg=n) for n in names)]
     tree = ast.FunctionDef(name=f"ops_{title}"[:80], args=ast.arguments(
         posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
@@ -230,17 +223,37 @@ def kernel_for(steps: tuple, grid: bool = False) -> Workunit:
     return wu
 
 
-def _row_loop(body: list, last: tuple) -> list:
+def _inlined(steps: tuple, first: int, element) -> tuple:
+    """The inlined bodies of ``steps`` (step numbers from ``first``; ``element(view, ctx=...)`` indexes a View) with
+    their stores, and the kernel's accumulator parameter if one is a reduction."""
+    body, acc = [], []
+    for k, (wu, operands, dtype, stored) in enumerate(steps, first):
+        t = template(wu)
+        bindings = {}
+        for param, (kind, n) in zip(t.params, operands):
+            bindings[param] = element(f"v{n}") if kind == "v" else _name(f"t{n}" if kind == "t" else f"s{n}")
+        body.extend(t.inline(k, bindings, dtype))
+        if t.acc is not None:
+            acc = [ast.arg(arg="acc", annotation=copy.deepcopy(t.acc.annotation))]
+        if stored is not None:
+            body.append(ast.Assign(targets=[element(f"o{stored}", ctx=ast.Store)()],
+                                   value=ast.Name(id=f"t{k}", ctx=ast.Load())))
+    return body, acc
+
+
+def _row_loop(body: list, k: int, step: tuple) -> list:
     """A row kernel's statements: the chain's ``body`` per element of row ``i``, its value summed as
-    ``kernels.rows_sum_k`` sums, then stored over the divisor."""
-    _, ((_, value), (_, divisor)), _, stored = last
+    ``kernels.rows_sum_k`` sums, over the divisor the value ``t<k>`` of row sum step ``k`` (stored if it is)."""
+    _, ((_, value), (_, divisor)), dtype, stored = step
     total = ast.parse(f"{_SUM} = 0.0").body
     add = ast.AugAssign(target=ast.Name(id=_SUM, ctx=ast.Store()), op=ast.Add(), value=_name(f"t{value}")())
     loop = ast.For(target=ast.Name(id=_COLUMN, ctx=ast.Store()), iter=ast.Call(
         func=_name("range")(), args=[_name(_LENGTH)()], keywords=[]), body=[*body, add], orelse=[], type_comment=None)
-    store = ast.Assign(targets=[_element(f"o{stored}", False, ast.Store)()], value=ast.BinOp(
-        left=_name(_SUM)(), op=ast.Div(), right=_name(f"s{divisor}")()))
-    return [*total, loop, store]
+    mean = ast.AnnAssign(target=ast.Name(id=f"t{k}", ctx=ast.Store()), annotation=_name(f"kfuse_{dtype.name}")(),
+                         value=ast.BinOp(left=_name(_SUM)(), op=ast.Div(), right=_name(f"s{divisor}")()), simple=1)
+    stores = [] if stored is None else [ast.Assign(targets=[_element(f"o{stored}", False, ast.Store)()],
+                                                   value=_name(f"t{k}")())]
+    return [*total, loop, mean, *stores]
 
 
 def _no_closure():

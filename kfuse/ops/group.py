@@ -35,6 +35,7 @@ class Group:
         self.size = self.shape = None  # every step's elements; the shape all its Views share (None: several)
         self.grid = False  # indexed [i][j]: one of its Views is strided 2-D
         self.open = True  # False after a reduction or a step no kernel inlines
+        self.rows = None  # after a row sum, its step; then only steps on one element per row join (``_after_rows``)
         self.read, self.written, self.fresh = _Touched(), _Touched(), set()
         self.codes: list = []  # per step, its operands as ("v", input), ("t", step) or ("s", scalar)
         self.elements: list = []  # per step, its target's ``elements`` (None for a reduction)
@@ -52,6 +53,8 @@ class Group:
         target = step.target
         if step.wu is expressions.ROW_SUM:
             return self._takes_rows(step, views[0])
+        if self.rows is not None:
+            return self._after_rows(step, views, grid)
         if not self.open or (target if target is not None else views[0]).size != self.size \
                 or expressions.template(step.wu) is None:
             return False
@@ -71,6 +74,18 @@ class Group:
             source.size % rows == 0 and self.writer.get(source.bounds) is not None and \
             (not self.grid or source.shape == self.shape and rows == source.shape[0])
 
+    def _after_rows(self, step, views: list, grid: bool) -> bool:
+        """After a row sum, an element-wise step over one element per row (the sums, or other Views of that length,
+        1-D) joins: the row's thread computes it after its loop. Its memory must not overlap what the loops touch
+        but as the same elements (``_Touched``)."""
+        target, rows = step.target, self.steps[self.rows].target.size
+        if target is None or grid or target.ndim != 1 or target.size != rows or expressions.template(step.wu) is None:
+            return False
+        for v in views:
+            if v.ndim != 1 or v.size != rows or not self.written.aligned(v):
+                return False
+        return step.fresh or self.written.aligned(target) and self.read.aligned(target)
+
     def add(self, step, views: list, grid: bool) -> None:
         """Append ``step`` (the caller asked ``takes``, or the group is empty). Runs per operation: loops and
         dict lookups written out."""
@@ -86,7 +101,7 @@ class Group:
                 codes.append(("s", len(self.scalars)))
                 self.scalars.append(x)
                 continue
-            if x.shape != shape:
+            if x.shape != shape and self.rows is None:
                 self.shape = None
             key = x.bounds if x.storage == "right" else (x.bounds, x.strides)  # (``elements``)
             if key not in read.exact:
@@ -109,8 +124,8 @@ class Group:
             part = step.wu, codes
         else:
             if step.wu is expressions.ROW_SUM:
-                self.open = False  # (its target is one element per row: the group's shape stays its elements')
-            elif target.shape != shape:
+                self.open, self.rows = False, k  # (one element per row: the group's shape stays its elements')
+            elif target.shape != shape and self.rows is None:
                 self.shape = None
             key = target.bounds if target.storage == "right" else (target.bounds, target.strides)
             if key not in self.written.exact:

@@ -181,9 +181,10 @@ def _launch(steps: list, summary: Summary, stored: list, mode: _Mode, analysed) 
         k, position = scalars[n]
         values.append(steps[k].operands[position])
     last = steps[plan.last]
-    if plan.rows:
-        values.append(last.operands[0].size // last.target.size)
-        _kernel("for", last.target.size, plan.wu, dict(zip(plan.names, values)), mode, plan)
+    if plan.rows is not None:
+        rows = steps[plan.rows]
+        values.append(rows.operands[0].size // rows.target.size)
+        _kernel("for", rows.target.size, plan.wu, dict(zip(plan.names, values)), mode, plan)
         if mode.now and plan.fused:
             counters.bump("fused_kernels_launched")
         return

@@ -19,18 +19,19 @@ class Plan:
     """``wu`` None: the steps ``alone`` run each as a call of its own. Else one call of ``wu`` whose parameters
     ``names`` take the targets of steps ``outputs``, the group's inputs ``inputs`` and scalars ``scalars`` (by
     their numbers in the group), in that order; ``last`` is the step whose target (or reduction) sizes it. ``rows``:
-    the kernel sums rows (kfuse/ops/expressions.py ``ROW_SUM``), a thread per row, and takes the row length last."""
+    the group's row sum step (kfuse/ops/expressions.py ``ROW_SUM``) when the kernel sums rows, a thread per row; it
+    then takes the row length last, and that step's target sizes it."""
 
     __slots__ = ("wu", "alone", "names", "outputs", "inputs", "scalars", "last", "fused", "rows", "binding")
 
     def __init__(self, alone=(), wu=None, outputs=(), inputs=(), scalars=(), last=None, fused=False, names=None,
-                 rows=False):
+                 rows=None):
         self.wu, self.alone, self.outputs, self.inputs, self.scalars = wu, alone, outputs, inputs, scalars
         self.last, self.fused, self.rows = last, fused, rows
         self.binding = None  # (backend, default space, calls._Binding, runs off the GPU) of its last call run at once
         # (kfuse/ops/lazy.py)
         self.names = names or (*(f"o{n}" for n in range(len(outputs))), *(f"v{n}" for n in range(len(inputs))),
-                               *(f"s{n}" for n in range(len(scalars))), *(("rows__n",) if rows else ()))
+                               *(f"s{n}" for n in range(len(scalars))), *(("rows__n",) if rows is not None else ()))
 
 
 def alone(wu, reduction: bool) -> Plan:
@@ -88,7 +89,7 @@ def _plan(group, stored: list) -> Plan:
         inputs, scalars = range(len(group.inputs)), range(len(group.scalars))
     return Plan(wu=expressions.kernel_for(tuple(key), group.grid), outputs=tuple(outputs), inputs=tuple(inputs),
                 scalars=tuple(scalars), last=keep[-1], fused=len(keep) > 1,
-                rows=steps[keep[-1]].wu is expressions.ROW_SUM)
+                rows=group.rows if group.rows in keep else None)
 
 
 def _renumbered(code: tuple, numbers: dict, inputs: list, scalars: list) -> tuple:

@@ -29,10 +29,14 @@ def stored(steps: list, summary) -> list:
 
 
 def needed(batch, stored_: list) -> list:
-    """Which steps to compute: the stored ones and those whose value a computed step reads."""
+    """Which steps to compute: the stored ones and those whose value a computed step reads; a group's row sum too
+    when a step after it is computed (that step runs in the row's thread, kfuse/ops/group.py)."""
     result = [s is True for s in stored_]
     codes = batch.codes
+    rows = batch.rows
     for k in range(len(result) - 1, -1, -1):
+        if k == rows and not result[k]:
+            result[k] = any(result[k + 1:])
         if result[k]:
             for kind, j in codes[k]:
                 if kind == "t":
