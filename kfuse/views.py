@@ -302,8 +302,8 @@ class View:
     range of the memory, so Views over shared memory are recognised as the same data.
     """
 
-    __slots__ = ("_array", "uid", "dtype", "shape", "ndim", "storage", "ptr", "strides", "bounds", "sig", "trait",
-                 "_escapes", "_parts", "_place", "__weakref__")
+    __slots__ = ("_array", "uid", "born", "dtype", "shape", "ndim", "storage", "ptr", "strides", "bounds", "sig",
+                 "trait", "_escapes", "_parts", "_place", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
                  _array: np.ndarray | None = None):
@@ -317,7 +317,7 @@ class View:
     def _take(self, array: np.ndarray) -> None:
         """Make ``array`` this View's memory, with the fields derived from it (``pk.View``, ``resize``)."""
         self._array = array
-        self.uid = next(_uids)
+        self.uid = self.born = next(_uids)  # born: the uid of the View whose memory this is (a slice: its whole's)
         self.dtype = dtype_of(array.dtype)
         self.shape = array.shape
         self.ndim = array.ndim
@@ -359,6 +359,7 @@ class View:
         array the program holds reaches: ``_take``'s fields, set directly (array operations make one per call)."""
         view = cls.__new__(cls)
         view._array, view.uid, view.dtype, view.shape = array, next(_uids), dtype, array.shape
+        view.born = view.uid
         view.ndim = ndim = len(view.shape)
         view.strides = (1,) if ndim == 1 else tuple(s // array.itemsize for s in array.strides)
         view.storage, view.ptr, view.bounds, view.trait = "right", ptr, (ptr, ptr + array.nbytes), Trait.TraitDefault
@@ -425,6 +426,7 @@ class View:
         view = cls.__new__(cls)
         itemsize = array.itemsize
         view._array, view.uid, view.dtype, view.shape = array, next(_uids), whole.dtype, array.shape
+        view.born = whole.born
         view.ndim = ndim = array.ndim
         strides = array.strides
         view.strides = (strides[0] // itemsize,) if ndim == 1 else tuple(s // itemsize for s in strides)
@@ -705,7 +707,7 @@ class DeviceView(View):
         self = object.__new__(cls)
         self._array = None
         self.owner = obj
-        self.uid = next(_uids)
+        self.uid = self.born = next(_uids)
         self.dtype = dtype_of(np_dtype)
         self.shape, self.ndim = shape, len(shape)
         self.strides = tuple(s // np_dtype.itemsize for s in strides)

@@ -141,3 +141,24 @@ def test_lines_of_a_view_never_come_from_a_copy():
     old = a.view(OldArray)
     assert np.shares_memory(_lines._reshaped_in_place(old, (6, 4)), a)
     assert _lines._reshaped_in_place(old.transpose(1, 0, 2), (6, 4)) is None
+
+
+def test_a_repeated_prediction_looks_its_analysis_up(monkeypatch):
+    """Broadcast statements make new results too (``elementwise(..., fresh)``): a loop repeating GaussianNB's term
+    finds every step's analysis kept, and builds no group (it rebuilt one per statement when they did not)."""
+    from kfuse.ops import group
+
+    x, theta, var = RNG.standard_normal((40, 5)), RNG.standard_normal((1, 5)), RNG.uniform(0.5, 2, (1, 5))
+    views = [pk.array(a.copy()) for a in (x, theta, var)]
+    built = []
+    add = group.Group.add
+    pk.enable_fusion()
+    try:
+        for run in range(4):
+            if run == 3:
+                monkeypatch.setattr(group.Group, "add", lambda self, *a: built.append(1) or add(self, *a))
+            got = np.asarray(gaussian_rows(*views)).copy()
+    finally:
+        pk.disable_fusion()
+    np.testing.assert_allclose(got, -0.5 * (((x - theta) ** 2) / var).sum(1), rtol=1e-13)
+    assert built == []

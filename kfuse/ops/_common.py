@@ -195,7 +195,7 @@ def _repeated(v: View, shape: tuple, in_place: bool = False) -> View:
     if len(shape) > 2:
         return View.wrap(np.ascontiguousarray(np.broadcast_to(v.copy(), shape)))
     spread = v.repeated(shape)
-    return spread if in_place else elementwise(kernels.copy_k, new_view(shape, v.dtype.np), a=spread)
+    return spread if in_place else elementwise(kernels.copy_k, new_view(shape, v.dtype.np), True, a=spread)
 
 
 def transposed(v: View) -> View:
@@ -243,16 +243,17 @@ def _contiguous_target(target: View) -> View:
     return new_view(target.shape, target.dtype.np)
 
 
-def elementwise(wu, target: View, **operands) -> View:
+def elementwise(wu, target: View, fresh: bool = False, **operands) -> View:
     """Run ``wu(i, out, **operands)`` over every element of ``target`` (View operands of its shape) and return
     ``target``. Plain Views, contiguous or of rank 1 or 2, are used as they are (kfuse/ops/lazy.py: a strided
-    2-D one makes the kernel 2-D); others go through contiguous copies."""
+    2-D one makes the kernel 2-D); others go through contiguous copies. ``fresh``: ``target`` is a new result
+    (``new_view``), which no operand and no NumPy array reaches."""
     if target.size == 0:
         return target
     args = tuple(operands[name] for name in wu.parsed.param_names[2:])
     if _in_place(target) and all(_in_place(v) for v in args if isinstance(v, View)) \
             and expressions.template(wu) is not None:
-        lazy.run(wu, target, args, False)
+        lazy.run(wu, target, args, fresh)
         return target
     dest = _contiguous_target(target)
     flat_args = {k: flat(contiguous(v)) if isinstance(v, View) else v for k, v in operands.items()}

@@ -115,8 +115,8 @@ def _into(wu, out, shape, dtype, **operands) -> View:
     into a float64 ``out`` are float32 sums): through a temporary, by a copy kernel that fuses."""
     target = output(out, shape, dtype)
     if target.dtype.np == dtype:
-        return elementwise(wu, target, **operands)
-    return copy(elementwise(wu, new_view(shape, dtype), **operands), out=target)
+        return elementwise(wu, target, out is None, **operands)
+    return copy(elementwise(wu, new_view(shape, dtype), True, **operands), out=target)
 
 
 def _in_double(x: View, other: View) -> View:

@@ -80,9 +80,9 @@ class Recorded:
     def _pattern(self, step: Step):
         """What the analysis of ``step`` depends on, given the steps so far: its workunit, and per operand and
         target a result of this group by its step, a View seen in the group by its number, a new one by where
-        it lies (``_where``), or a scalar; a new target by its dtype. None where a View newer than the group's
-        first result takes part (it may lie in that result's memory, which a later run of the same steps does
-        not share) or one whose memory's owner does not own it."""
+        it lies (``_where``), or a scalar; a new target by its dtype. None where a View over memory newer than the
+        group's first result takes part (``View.born``: it may lie in that result's memory, which a later run of
+        the same steps does not share) or one whose memory's owner does not own it."""
         if self.new_seen:
             self.new_seen.clear()
         if self.new_owners:
@@ -119,8 +119,8 @@ class Recorded:
         if k is not None:
             return -1 - k
         newest = self.first_new
-        if newest is not None and view.uid > newest:
-            return _UNKNOWN
+        if newest is not None and view.born >= newest:  # (a slice or broadcast of a View lies in that View's memory:
+            return _UNKNOWN                              # one made before the group's results lies in none of theirs)
         n = self.seen.get(id(view))
         if n is None:
             n = self.new_seen.get(id(view))
