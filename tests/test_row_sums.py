@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import kfuse as pk
 
@@ -162,3 +163,48 @@ def test_a_repeated_prediction_looks_its_analysis_up(monkeypatch):
         pk.disable_fusion()
     np.testing.assert_allclose(got, -0.5 * (((x - theta) ** 2) / var).sum(1), rtol=1e-13)
     assert built == []
+
+
+_OPS = {"exp": (lambda v: pk.exp(pk.multiply(v, 0.1)), lambda a: np.exp(a * 0.1)),
+        "square": (pk.square, np.square),
+        "minus_row": (None, None),  # v - the matrix's first row, broadcast (a zero-stride View)
+        "scale": (lambda v: pk.multiply(v, 1.5), lambda a: a * 1.5)}
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(rows=st.integers(1, 30), columns=st.integers(1, 9), chain=st.lists(st.sampled_from(sorted(_OPS)), max_size=3),
+       mean=st.booleans(), after=st.lists(st.sampled_from(["scale", "shift", "into_column"]), max_size=3))
+def test_random_chains_row_sums_and_steps_after_them_equal_eager_and_numpy(rows, columns, chain, mean, after):
+    x = RNG.standard_normal((rows, columns))
+    shift = np.array([0.75])
+
+    def program(v, s):
+        table = pk.zeros((rows, 2))
+        t = v
+        for name in chain:
+            t = pk.subtract(t, v.subview(slice(0, 1), slice(None))) if name == "minus_row" else _OPS[name][0](t)
+        r = pk.mean(t, axis=1) if mean else pk.sum(t, axis=1)
+        for name in after:
+            if name == "scale":
+                r = pk.multiply(r, -0.5)
+            elif name == "shift":
+                r = pk.add(r, s)
+            else:
+                pk.add(r, 1.0, out=table[:, 1])
+        return r, table
+
+    (got, table), _ = _same_both_ways(program, x, shift)
+    t = x
+    for name in chain:
+        t = t - x[0:1, :] if name == "minus_row" else _OPS[name][1](t)
+    want = t.mean(1) if mean else t.sum(1)
+    column = np.zeros(rows)
+    for name in after:
+        if name == "scale":
+            want = want * -0.5
+        elif name == "shift":
+            want = want + shift
+        else:
+            column = want + 1.0
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(table[:, 1], column, rtol=1e-12, atol=1e-12)
