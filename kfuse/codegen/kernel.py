@@ -21,7 +21,7 @@ from .cxx_names import cpp_type, ident, view_type
 from .printer import BodyPrinter, Unit
 
 CODEGEN_VERSION = "2"
-#: Spaces whose rank-1 range reductions run in lanes (``_in_lanes``).
+#: Spaces whose rank-1 range reductions of several sums run in lanes (``_in_lanes``).
 LANE_SPACES = frozenset({"Cuda", "HIP"})
 #: A lane sums at most this many elements, and takes more than one only where lanes would exceed 2**20 (enough
 #: threads to keep a GPU's memory busy).
