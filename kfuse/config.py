@@ -77,7 +77,8 @@ def data_home() -> Path:
 
 @functools.lru_cache(maxsize=8)
 def _data_home(xdg: str | None, home: str | None) -> Path:
-    """(Asked at every flush, through the Kokkos install the compile cost model looks up: made once per value.)"""
+    """Made once per value of both variables (``Path.home()`` reads HOME): asked at every flush, through the Kokkos
+    install the compile cost model looks up."""
     return Path(xdg or Path.home() / ".local" / "share")
 
 

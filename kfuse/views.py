@@ -387,36 +387,39 @@ class View:
         plus a View's fields cost several times NumPy's."""
         index = index if len(index) != 1 else index[0]
         key = _index_key(index)
-        parts = self._parts
-        if key is not None and parts is not None and parts[0] == _resizes:
-            sub = parts[1].get(key)
-            if sub is not None:
-                return sub
+        sub = self._kept(key) if key is not None else None
+        if sub is not None:
+            return sub
         sub = self._array[index]
         if not isinstance(sub, np.ndarray) or sub.ndim == 0:
             raise IndexError("subview needs slices that keep at least one dimension")
         offset = _offset(index, self._array) if sub.size else None
         sub = View._part(sub, self, None if offset is None else self.ptr + offset)
         if key is not None:
-            if parts is None or parts[0] != _resizes or len(parts[1]) >= _PARTS_KEPT:
-                parts = self._parts = (_resizes, {})
-            parts[1][key] = sub
+            self._keep(key, sub)
         return sub
 
     def repeated(self, shape: tuple) -> "View":
         """This View broadcast to ``shape`` (NumPy's rule; zero strides where it repeats), sharing its memory and
         kept as its slices are: array code broadcasts one row against a matrix at every statement."""
         key = ("repeated", shape)
+        spread = self._kept(key)
+        if spread is None:
+            spread = self._keep(key, View._part(np.broadcast_to(self._array, shape), self, self.ptr))
+        return spread
+
+    def _kept(self, key) -> "View | None":
+        """The part of this View kept under ``key`` (``_parts``), if one was made since the last resize."""
         parts = self._parts
-        if parts is not None and parts[0] == _resizes:
-            spread = parts[1].get(key)
-            if spread is not None:
-                return spread
-        spread = View._part(np.broadcast_to(self._array, shape), self, self.ptr)
+        return parts[1].get(key) if parts is not None and parts[0] == _resizes else None
+
+    def _keep(self, key, part: "View") -> "View":
+        """Keep ``part`` under ``key``; the kept parts start anew after a resize or when full."""
+        parts = self._parts
         if parts is None or parts[0] != _resizes or len(parts[1]) >= _PARTS_KEPT:
             parts = self._parts = (_resizes, {})
-        parts[1][key] = spread
-        return spread
+        parts[1][key] = part
+        return part
 
     @classmethod
     def _part(cls, array: np.ndarray, whole: "View", ptr: int | None = None) -> "View":

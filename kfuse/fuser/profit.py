@@ -105,7 +105,7 @@ def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
     fuse, reason = judge(entry.seen)
     if mode == "model" or not fuse:  # measured: a run apart is a timing of that side, while one is missing
         return Choice(fuse, "model", reason, timed=mode == "measure" and len(entry.apart_s) < trials, entry=entry)
-    fused = _next_side(entry, trials)
+    fused = first_side_next(len(entry.fused_s), len(entry.apart_s), trials)
     side = len(entry.fused_s if fused else entry.apart_s) + 1
     return Choice(fused, "trial", f"{'fused' if fused else 'unfused'}: timing trial {side} of {trials} "
                   f"{'fused' if fused else 'apart'}", timed=True, entry=entry)
@@ -132,10 +132,6 @@ def settled(choice: Choice) -> bool:
     made or remembered, fusion without a profitability setting, or the model's yes (its runs only add up)."""
     return not choice.timed and (choice.rule in ("off", "measured", "remembered") or choice.rule == "model"
                                  and choice.fused)
-
-
-def _next_side(entry: Entry, trials: int) -> bool:
-    return first_side_next(len(entry.fused_s), len(entry.apart_s), trials)
 
 
 def first_side_next(first: int, second: int, trials: int) -> bool:
