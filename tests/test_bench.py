@@ -140,3 +140,28 @@ def test_peer_array_code_equals_numpy_for_every_workload():
     ref = nb.numpy_fit_predict(X[:200], y[:200], X[200:])
     got = peers.gaussian_nb_xp(np, X[200:], ref["theta"], ref["var"], np.log(ref["class_prior"]))
     np.testing.assert_array_equal(got, np.argmax(ref["jll"], axis=1))
+
+
+def test_each_fused_mode_runs_on_a_runtime_of_its_own_while_the_modes_alternate(monkeypatch):
+    """The bench alternates eager, trace, uo and o runs. On one runtime the modes' repeated flushes, untraced streaks
+    and profitability timings evicted or reset each other's (measured: ExaMiniMD's o runs planned and timed flushes
+    again after every uo run, where o runs alone rerun them), so each fused mode runs on a runtime of its own over
+    the same backend, and eager on the process's."""
+    from kfuse import context
+    from kfuse.bench import measure, subjects
+
+    process = context.current()
+    seen: dict = {}
+    real = measure.run_once
+
+    def run_once(go, mode, transforms):
+        seen.setdefault((mode, transforms), set()).add(id(context.current()))
+        assert context.current().backend is process.backend
+        return real(go, mode, transforms)
+
+    monkeypatch.setattr(measure, "run_once", run_once)
+    measure.measure(subjects.load("paper_fig2"), "smoke", 2)
+    assert seen[("eager", None)] == {id(process)}
+    assert all(len(runtimes) == 1 for runtimes in seen.values()), seen  # each mode keeps its runtime
+    main = [seen[key].pop() for key in (("eager", None), ("trace", None), ("o", "none"), ("o", "all"))]
+    assert len(set(main)) == 4, seen

@@ -8,6 +8,11 @@ Fused modes run under the profitability setting in force (KFUSE_PROFIT, fuser/pr
 builds every fused kernel (KFUSE_PROFIT=off), as it compiles or loads every kernel, then repeats the run until
 no group is being timed any more, so the timed runs follow settled decisions. Each group row says what
 decided it; a group kept apart is reported as such, with its members' launches as its kernel time.
+
+Each fused mode runs on a runtime of its own (``engine.Runtime`` over the same backend, so kernels are shared):
+the modes' runs alternate, and on one runtime each mode's repeated flushes, untraced streaks and decisions would
+evict or reset the others' (a uo run's templates push out the o run's, whose next run is then traced and timed
+again), so no mode would reach the steady state a program running in that mode alone has.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from collections import defaultdict
 
 import kfuse as pk
 
-from .. import config, context
+from .. import config, context, engine
 from ..runtime import launch
 from ..transforms import manager
 from . import subjects
@@ -156,18 +161,21 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     if subject.ablation:
         modes += [(f"abl:{name}", t) for name, t in subjects.ABLATION if t not in ("none", "all")]
     runs = {m: [] for m, _ in modes}
+    own = _runtimes(modes)
     untraced = []  # the o mode's repeated flushes decided untraced
     for m, t in modes:  # warm-up: compiles or loads every kernel, and settles the profitability decisions
         log(f"{subject.name}: warm-up {m}")
-        if _base(m) in ("uo", "o"):
-            decided = settle(go, t)
-            untraced = decided if m == "o" else untraced
-        else:
-            run_once(go, _base(m), t)
+        with context.using(own[m]):
+            if _base(m) in ("uo", "o"):
+                decided = settle(go, t)
+                untraced = decided if m == "o" else untraced
+            else:
+                run_once(go, _base(m), t)
     for r in range(repeat):
         log(f"{subject.name}: repeat {r + 1}/{repeat}")
         for m, t in modes:
-            runs[m].append(run_once(go, _base(m), t))
+            with context.using(own[m]):
+                runs[m].append(run_once(go, _base(m), t))
     result = {"size": size, "repeat": repeat}
     for m in ("eager", "trace", "uo", "o"):
         result[f"{_E2E[m]}_s"] = spread(r["seconds"] for r in runs[m])
@@ -179,7 +187,7 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     result["flushes_per_run"] = len(runs["o"][0]["flushes"]) if runs["o"] else 0
     result["groups"] = _group_rows(runs, modes, repeat, untraced)
     if subject.check:
-        with fusion_mode("o", "all"):
+        with context.using(own["o"]), fusion_mode("o", "all"):
             problem = subject.check(size)
         result["validation"] = "PASS" if problem is None else f"FAIL: {problem}"
     if subject.numpy:
@@ -188,6 +196,12 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
         np_go()
         result["numpy_s"] = spread(np_go() for _ in range(repeat))
     return result
+
+
+def _runtimes(modes) -> dict:
+    """The runtime each mode runs on: eager on the process's, every other mode on one of its own."""
+    process = context.current()
+    return {m: process if m == "eager" else engine.Runtime(backend=process.backend) for m, _ in modes}
 
 
 def _eager_places(eager_runs: list) -> list:
