@@ -80,7 +80,8 @@ class Template:
     steps: tuple
     tail: tuple  # step numbers left pending by the partition
     owners: tuple  # per partition position (the order it ran its calls): ("head", k) or ("step", i)
-    launches: tuple  # [kernel, policy slots, arguments, ((position, slot), ...), partition positions], as they ran
+    launches: tuple  # [kernel, policy slots, arguments, ((position, slot), ...), partition positions, those of them
+    #                  that deliver a reduction's or scan's value], as they ran
     unfused: int  # groups the profitability decisions run apart
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     views: list  # per slot, the View of the last run
@@ -255,6 +256,7 @@ class Rerun:
         self.futures: list = []  # per matched step, the Future a reduction or scan returned (else None)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
         self.spent = 0.0  # seconds the matched calls took to count (a repetition's timing, untraced.Trial)
+        self.timing = False  # whether a template the match started with is still timed (only then is ``spent`` kept)
         self.first_call = None  # the program's place of the first matched call (Runtime.calls_made)
         self.untraced: _Untraced | None = None  # a repetition running untraced
 
@@ -270,16 +272,15 @@ class Rerun:
         """If ``parallel_<op>(*args, **kwargs)`` is a matched template's next call: count it (it runs at the next
         host access) and return what the call returns (None, or a reduction's Future); else ``MISS``, which leaves
         it to the ordinary path."""
-        start = rt.profit.clock()
         if len(args) != 2:
             if len(args) != 3 or type(args[0]) is not str:
                 return MISS
             args = args[1:]  # PyKokkos's kernel label
         if self.untraced is not None:
-            return self._run_untraced(rt, op, args, kwargs, start)
+            return self._run_untraced(rt, op, args, kwargs, rt.profit.clock())
         matched = self.matched
         if matched:
-            alive = self.alive
+            alive, timing = self.alive, self.timing
         else:
             listed = self.templates.get(id(args[1]))
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
@@ -290,14 +291,16 @@ class Rerun:
                 return MISS
             entries = rt.logged.entries
             if not entries and rt.batch is None:
-                result = self._start_untraced(rt, listed, op, args, kwargs, start)
+                result = self._start_untraced(rt, listed, op, args, kwargs)
                 if result is not MISS:
                     return result
+            timing = any(t.trial is not None and t.trial.untraced is None for t in listed)
             live = escape.live()
             alive = [match for match in (_Match(t, live) for t in listed if self._holds_head(entries, t))
                      if not match.escaped()]
         if rt.batch is not None:
             return MISS
+        start = rt.profit.clock() if timing else 0.0
         policy, workunit = args
         live = escape.live()  # escaped memory may appear between two calls (a new View over a held array)
         survivors = []
@@ -316,7 +319,7 @@ class Rerun:
             return MISS
         first = survivors[0]
         if not matched:
-            self.futures, self.spent, self.first_call = [], 0.0, rt.calls_made
+            self.futures, self.spent, self.first_call, self.timing = [], 0.0, rt.calls_made, timing
         if not matched or len(survivors) != len(alive):  # else self.alive stands
             self.alive = survivors
         step = first.template.steps[matched]
@@ -333,10 +336,11 @@ class Rerun:
         else:
             result = Future(step.prepared.spec.accs[0], rt.resolve)
             self.futures.append(result)
-        self.spent += rt.profit.clock() - start
+        if timing:
+            self.spent += rt.profit.clock() - start
         return result
 
-    def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict, start: float):
+    def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict):
         """Run the call as the first of an untraced repetition of a template of these settings (module docstring), if
         one is due."""
         trials = config.PROFIT_TRIALS.get()
@@ -460,15 +464,14 @@ class Rerun:
         rt._running = True
         try:
             rt.counts["groups_unfused"] += template.unfused
-            for number, (kernel, slots, passed, _, members) in enumerate(template.launches):
+            for number, (kernel, slots, passed, _, _, delivering) in enumerate(template.launches):
                 try:
                     results = iter(kernel.launch(slots, passed))
                 except KfuseError as exc:
                     self._after_failure(rt, match, number, exc, record, head)
                     return
-                for p in members:
-                    if self._op(template, p, head) != "for":
-                        self._future(template, p, head).set_result(next(results))
+                for p in delivering:
+                    self._future(template, p, head).set_result(next(results))
         finally:
             rt._running = False
             for i in template.tail:
@@ -478,11 +481,6 @@ class Rerun:
             self.mark = trace.arrivals
         if template.trial is not None:
             self._timed(rt, template, False, self.spent + rt.profit.clock() - start)
-
-    @staticmethod
-    def _op(template: Template, position: int, head: list) -> str:
-        kind, k = template.owners[position]
-        return (head[k].prepared if kind == "head" else template.steps[k].prepared).spec.op
 
     def _future(self, template: Template, position: int, head: list):
         """The Future partition call ``position`` delivers: a head call's own, or the one its step returned."""
@@ -540,7 +538,8 @@ class Rerun:
         step_of = {id(e): i for i, e in enumerate(made)}
         owners = tuple(("head", k) if k < len(head) else ("step", step_of[id(e)]) for k, e in enumerate(entries))
         kept = [[kernel, slots, passed, tuple((i, slot_of[id(a)]) for i, a in enumerate(passed) if id(a) in slot_of),
-                 members] for kernel, slots, passed, members in launches]
+                 members, tuple(p for p in members if _op_at(p, owners, head, steps) != "for")]
+                for kernel, slots, passed, members in launches]
         head_slots = {slot_of[id(call.args[i])] for call in head for i, _ in call.prepared.view_params}
         written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}
         template = Template(
@@ -562,6 +561,12 @@ class Rerun:
     def forget(self) -> None:
         self.templates.clear()
         self.alive, self.matched, self.futures, self.untraced = [], 0, [], None
+
+
+def _op_at(position: int, owners: tuple, head: tuple, steps: tuple) -> str:
+    """The operation of the call at partition ``position`` (a head call's or a step's)."""
+    kind, k = owners[position]
+    return (head[k].prepared if kind == "head" else steps[k].prepared).spec.op
 
 
 def _rerunnable(call: KernelCall, live: bool) -> bool:
