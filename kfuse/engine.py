@@ -241,9 +241,9 @@ class Runtime:
             record, launches, waiting = run_partition(self, calls, fuse=self.fuse if fuse is None else fuse)
         finally:
             self._running = False
-        self.rerun.keep(self, entries, launches, record, waiting)
+        judged = self.rerun.keep(self, entries, launches, record, waiting)
         if record.fused:
-            untraced.after_flush(self.streaks, calls, record)
+            untraced.after_flush(self.streaks, calls, record, judged)
 
 
 def _escaped_views(call) -> list:

@@ -217,10 +217,10 @@ def _slots_of(head: tuple, made: list):
 class _Untraced:
     """A repetition of a template being run untraced: the next step, and the seconds its calls took so far."""
 
-    __slots__ = ("template", "next", "spent")
+    __slots__ = ("template", "next", "start")
 
-    def __init__(self, template: Template):
-        self.template, self.next, self.spent = template, 0, 0.0
+    def __init__(self, template: Template, start: float):
+        self.template, self.next, self.start = template, 0, start
 
 
 def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
@@ -255,8 +255,8 @@ class Rerun:
         self.matched = 0  # steps matched and not yet run
         self.futures: list = []  # per matched step, the Future a reduction or scan returned (else None)
         self.mark = 0  # the trace's arrival number at the end of the last flush: older entries are a head
-        self.spent = 0.0  # seconds the matched calls took to count (a repetition's timing, untraced.Trial)
-        self.timing = False  # whether a template the match started with is still timed (only then is ``spent`` kept)
+        self.timing = False  # whether a template the match started with is still timed (untraced.Trial)
+        self.span = (0.0, 0.0)  # then, the clock at the first matched call's start and at the last one's end
         self.first_call = None  # the program's place of the first matched call (Runtime.calls_made)
         self.untraced: _Untraced | None = None  # a repetition running untraced
 
@@ -277,7 +277,7 @@ class Rerun:
                 return MISS
             args = args[1:]  # PyKokkos's kernel label
         if self.untraced is not None:
-            return self._run_untraced(rt, op, args, kwargs, rt.profit.clock())
+            return self._run_untraced(rt, op, args, kwargs)
         matched = self.matched
         if matched:
             alive, timing = self.alive, self.timing
@@ -319,7 +319,7 @@ class Rerun:
             return MISS
         first = survivors[0]
         if not matched:
-            self.futures, self.spent, self.first_call, self.timing = [], 0.0, rt.calls_made, timing
+            self.futures, self.first_call, self.timing, self.span = [], rt.calls_made, timing, (start, start)
         if not matched or len(survivors) != len(alive):  # else self.alive stands
             self.alive = survivors
         step = first.template.steps[matched]
@@ -337,7 +337,7 @@ class Rerun:
             result = Future(step.prepared.spec.accs[0], rt.resolve)
             self.futures.append(result)
         if timing:
-            self.spent += rt.profit.clock() - start
+            self.span = (self.span[0], rt.profit.clock())
         return result
 
     def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict):
@@ -354,14 +354,13 @@ class Rerun:
                 continue
             for prepared in unloaded.values():
                 kernel_of(prepared)  # from the compile cache, before the timing starts
-            start = rt.profit.clock()
-            self.untraced = _Untraced(template)
-            result = self._run_untraced(rt, op, args, kwargs, start)
+            self.untraced = _Untraced(template, rt.profit.clock())
+            result = self._run_untraced(rt, op, args, kwargs)
             if result is not MISS:
                 return result
         return MISS
 
-    def _run_untraced(self, rt, op: str, args: tuple, kwargs: dict, start: float):
+    def _run_untraced(self, rt, op: str, args: tuple, kwargs: dict):
         """Launch the call now if it is the untraced repetition's next step; else end the repetition (``MISS``)."""
         run = self.untraced
         template = run.template
@@ -386,10 +385,9 @@ class Rerun:
             raise
         rt.counts["calls_untraced"] += 1
         run.next += 1
-        run.spent += rt.profit.clock() - start
         if run.next == len(template.steps):
             self.untraced = None
-            self._timed(rt, template, True, run.spent)
+            self._timed(rt, template, True, rt.profit.clock() - run.start)
         return None if op == "for" else done(prepared.spec.accs[0], results[0])
 
     def _timed(self, rt, template: Template, untraced_run: bool, seconds: float) -> None:
@@ -480,7 +478,8 @@ class Rerun:
                 trace.append(call)
             self.mark = trace.arrivals
         if template.trial is not None:
-            self._timed(rt, template, False, self.spent + rt.profit.clock() - start)
+            first, last = self.span
+            self._timed(rt, template, False, last - first + rt.profit.clock() - start)
 
     def _future(self, template: Template, position: int, head: list):
         """The Future partition call ``position`` delivers: a head call's own, or the one its step returned."""
@@ -508,28 +507,29 @@ class Rerun:
             rt.logged.append(self._call_for(match, i, head))
 
     # --- keeping ---------------------------------------------------------------------------------
-    def keep(self, rt, entries: list, launches: list | None, record, waiting: tuple = ()) -> None:
+    def keep(self, rt, entries: list, launches: list | None, record, waiting: tuple = ()) -> bool:
         """After a flush ran ``entries``: keep it as a template if a repetition of it can be rerun (module
         docstring), and mark the trace's pending calls as the next flush's head. ``launches``: (kernel, policy
         slots, arguments, partition positions) as pipeline.run_partition ran them. ``waiting``: the
         profitability entries of groups the cost model runs apart until their compile is repaid (each rerun counts
-        one more occurrence of them, and the first the model would fuse goes through the trace instead)."""
+        one more occurrence of them, and the first the model would fuse goes through the trace instead). Whether
+        the template kept is timed against running untraced (``Template.trial``)."""
         mark, self.mark = self.mark, rt.logged.arrivals
         if rt.failures:  # no rerun while a failure stands; and templates would keep its poisoned memory alive
             self.forget()
-            return
+            return False
         if launches is None or not record.fused or guard.forked_after_start:
-            return
+            return False
         left = rt.logged.entries
         if any(e.number < mark for e in left):
-            return  # calls older than the last flush still pending: the trace does not repeat
+            return False  # calls older than the last flush still pending: the trace does not repeat
         head = tuple(e.call for e in entries if e.number < mark)
         made = sorted([e for e in entries if e.number >= mark] + left, key=lambda e: e.number)
         if not made:
-            return
+            return False
         live = escape.live()
         if not all(_rerunnable(e.call, live) for e in made) or not all(_rerunnable(call, live) for call in head):
-            return
+            return False
         calls = [e.call for e in made]
         slot_views, slot_of = _slots_of(head, calls)
         steps = tuple(_step(call, slot_of) for call in calls)
@@ -557,6 +557,7 @@ class Rerun:
         if sum(len(others) for others in self.templates.values()) >= _KEPT:
             self.templates.clear()
         self.templates[key] = listed
+        return template.trial is not None
 
     def forget(self) -> None:
         self.templates.clear()

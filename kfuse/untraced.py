@@ -1,8 +1,9 @@
 """Calls not worth tracing: a kernel whose calls keep running alone pays for tracing and gets nothing back.
 
 After each flush with fusion on, every specialisation in it learns whether its calls ran fused with others. One
-whose last ``STREAK`` calls ran alone -- each a group of one call, or in a group whose members ran apart by a
-settled profitability decision -- with none fused since, runs untraced for its next ``backoff`` calls, or
+whose last ``STREAK`` calls, over ``FLUSHES`` flushes at least, ran alone -- each a group of one call, or in a group
+whose members ran apart by a settled profitability decision -- with none fused since, runs untraced for its next
+``backoff`` calls, or
 ``EVIDENCE`` times the calls that ran alone in that flush if more (up to ``MAX_BACKOFF``): at once, as with fusion
 off, whenever nothing is pending (no trace entry, no recorded array operation, no call matched by a rerun), which
 is all an eager call needs to compute what the trace would. Then it is traced again, to see whether it fuses now.
@@ -12,6 +13,10 @@ because a check is dear: once one call is traced, every later call waits in the 
 lone calls read once is traced whole (about 2.5 times its eager time); untraced for 64 times as many calls, such
 checks cost about 2% of its time.
 An untraced reduction or scan returns a Future whose value is known, as a traced one would (once run).
+Two flushes, because the second of a repeated partition is kept as a template (kfuse/rerun.py) and judged by
+measurement (below): rerun, its lone kernels launch back to back at the host access and each call is only
+compared, which can beat running them as they come (measured: jacobi_1d's 40 lone stencil calls a run, rerun 3%
+faster than eager, untraced 8% slower); a flush so judged counts for no streak (``judged``).
 
 A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions
 are rerun (calls counted, the kept fused kernels launched at the host access) or run untraced (each call launched
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from .fuser.profit import first_side_next
 
 STREAK = 3
+FLUSHES = 2
 FIRST_BACKOFF = 16
 EVIDENCE = 64
 MAX_BACKOFF = 1 << 16
@@ -37,13 +43,16 @@ MAX_BACKOFF = 1 << 16
 @dataclass
 class Streak:
     alone: int = 0  # calls of this specialisation that ran alone since one last ran fused
+    flushes: int = 0  # the flushes they ran in
     backoff: int = FIRST_BACKOFF
     left: int = 0  # calls still to run untraced (kfuse/dispatch.py counts them down)
 
 
-def after_flush(streaks: dict, calls: list, record) -> None:
+def after_flush(streaks: dict, calls: list, record, judged: bool = False) -> None:
     """Tell each specialisation of a flush (``record``: its explain record) whether its calls ran fused;
-    ``streaks``: the runtime's, per specialisation (for the transform set in force, engine.Runtime.transforms)."""
+    ``streaks``: the runtime's, per specialisation (for the transform set in force, engine.Runtime.transforms).
+    ``judged``: the flush was kept as a template timed against running untraced (kfuse/rerun.py), whose trial
+    decides for its lone calls instead."""
     fused_ones, alone = set(), {}  # alone: specialisation -> its calls that ran alone
     for members in record.groups:
         if members[0] in record.provisional:
@@ -57,12 +66,15 @@ def after_flush(streaks: dict, calls: list, record) -> None:
     for prepared, count in alone.items():
         streak = _streak(streaks, prepared)
         if prepared in fused_ones:
-            streak.alone, streak.backoff = 0, FIRST_BACKOFF
+            streak.alone, streak.flushes, streak.backoff = 0, 0, FIRST_BACKOFF
+            continue
+        if judged:
             continue
         streak.alone += count
-        if streak.alone >= STREAK:
+        streak.flushes += 1
+        if streak.alone >= STREAK and streak.flushes >= FLUSHES:
             streak.left = min(MAX_BACKOFF, max(streak.backoff, EVIDENCE * streak.alone))
-            streak.alone, streak.backoff = 0, min(2 * streak.backoff, MAX_BACKOFF)
+            streak.alone, streak.flushes, streak.backoff = 0, 0, min(2 * streak.backoff, MAX_BACKOFF)
 
 
 @dataclass
@@ -78,7 +90,7 @@ class Trial:
 def run_untraced(streaks: dict, prepared) -> None:
     """A repeated flush measured faster untraced (``Trial``): its kernels run untraced for ``MAX_BACKOFF`` calls."""
     streak = _streak(streaks, prepared)
-    streak.alone, streak.left = 0, MAX_BACKOFF
+    streak.alone, streak.flushes, streak.left = 0, 0, MAX_BACKOFF
 
 
 def _streak(streaks: dict, prepared) -> Streak:
