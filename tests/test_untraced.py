@@ -51,17 +51,20 @@ def ut_average(i: int, src: pk.View1D[pk.double], dst: pk.View1D[pk.double]):
     dst[i] = 0.5 * (src[i - 1] + src[i + 1])
 
 
-def test_the_calls_the_flushes_ran_alone_count_as_evidence():
-    def sweeps(times: int):  # each call reads its neighbours' values from the call before: no fusion
-        a, b = view_of(np.linspace(0.0, 1.0, N)), view_of(np.zeros(N))
-        for t in range(times):
-            for _ in range(20 + t):  # flushes of other lengths: no repetition to rerun
-                pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=a, dst=b)
-                pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=b, dst=a)
-            float(a[3])
-        return a.copy(), b.copy()
+def sweeps(times: int, growing: bool):
+    """Stencil sweeps read after each of ``times`` rounds (each call reads its neighbours' values from the call before:
+    no fusion); ``growing``: each round two calls longer than the one before, so no flush repeats."""
+    a, b = view_of(np.linspace(0.0, 1.0, N)), view_of(np.zeros(N))
+    for t in range(times):
+        for _ in range(20 + t * growing):
+            pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=a, dst=b)
+            pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=b, dst=a)
+        float(a[3])
+    return a.copy(), b.copy()
 
-    expected, got, stats, _ = run_eager_and_fused(lambda: sweeps(5))
+
+def test_the_calls_the_flushes_ran_alone_count_as_evidence():
+    expected, got, stats, _ = run_eager_and_fused(lambda: sweeps(5, growing=True))
     assert_same(expected, got)
     # two flushes traced (40 and 42 calls alone), then 64 x 82 calls untraced: the rest
     assert stats["ops_traced"] == 40 + 42 and stats["calls_untraced"] == 44 + 46 + 48, stats
@@ -70,16 +73,7 @@ def test_the_calls_the_flushes_ran_alone_count_as_evidence():
 def test_a_repeated_flush_of_lone_calls_is_rerun_not_left_to_the_streaks():
     """Its second occurrence is kept as a template: its calls are compared and launched back to back at the read
     (kfuse/rerun.py), which the measured setting then times against running them untraced."""
-    def sweeps(times: int):
-        a, b = view_of(np.linspace(0.0, 1.0, N)), view_of(np.zeros(N))
-        for _ in range(times):
-            for _ in range(20):
-                pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=a, dst=b)
-                pk.parallel_for(pk.RangePolicy(1, N - 1), ut_average, src=b, dst=a)
-            float(a[3])
-        return a.copy(), b.copy()
-
-    expected, got, stats, text = run_eager_and_fused(lambda: sweeps(5))
+    expected, got, stats, text = run_eager_and_fused(lambda: sweeps(5, growing=False))
     assert_same(expected, got)
     assert stats["calls_untraced"] == 0 and stats["ops_traced"] == 5 * 40, stats
     assert "(rerun:" in text, text
