@@ -17,6 +17,7 @@ again), so no mode would reach the steady state a program running in that mode a
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import statistics
 import subprocess
@@ -66,6 +67,9 @@ def _flushes(into: list):
 
 
 def run_once(go, mode: str, transforms: str | None) -> dict:
+    """One timed run of ``go`` in ``mode``. The garbage left by earlier runs is collected first, so that a run does
+    not pay for a collection its predecessor's allocations (another mode's traces) made due."""
+    gc.collect()
     profile, flushes = [], []
     launch.profile = profile
     first_call = context.current().calls_made + 1  # the place of the run's first kernel call
