@@ -127,6 +127,14 @@ def test_hand_written_case_agrees_with_eager(name):
     assert_case_agrees(CASES[name])
 
 
+@pytest.mark.backend("kokkos")
+def test_float32_values_summed_as_doubles_fused_with_their_stores_agree_compiled():
+    """Fuzzer seed 24863 case 1362, shrunk: g++ 12's SLP vectoriser summed the fused kernel's float32 values
+    unrounded (kfuse/compiler/toolchain.py), which only the compiled kernels show."""
+    assert_case_agrees(Case.of([Call("to_f32", ("a", "f32")), Call("fsum", ("f32",)), Call("to_f32", ("a", "f32")),
+                                Call("fsum", ("f32",))]))
+
+
 def test_a_sum_of_array_operations_after_a_failed_call_reports_it_after_its_kernel_ran_untraced():
     """Fuzzer seed 2648, case 1268, shrunk: once ops_sum's kernel ran untraced (kfuse/untraced.py), a failure
     standing made the group's call raise inside the batch's run, leaving the program's Future without a value or a
