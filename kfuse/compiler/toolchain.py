@@ -51,7 +51,7 @@ class Toolchain:
             # -fmad=false: no multiply-add contraction, so a fused kernel (where a product and a sum meet in one
             # body) rounds exactly like the unfused kernels, and like the host.
             return [*common, *arch, "--expt-relaxed-constexpr", "--expt-extended-lambda", "-fmad=false",
-                    "-fopenmp", "-Xcompiler", "-fPIC"]
+                    "-fopenmp", "-Xcompiler", "-fPIC", "-Xcompiler", "-fno-tree-slp-vectorize"]
         if self.device == "HIP":  # generated, not tested here (no AMD GPU)
             arch = [f"--offload-arch={self.arch}"] if self.arch else []
             return [*common, *arch, "-fopenmp", "-fPIC"]
@@ -62,7 +62,8 @@ class Toolchain:
         """g++ 12's basic-block (SLP) vectoriser drops a float32 rounding: a value stored to a float32 View and
         summed as a double was summed unrounded (the fuzzer's case 1362 of seed 24863: to_f32, fsum, to_f32, fsum
         fused; -O3 and -O2 wrong, -O1, -O3 -fno-tree-slp-vectorize and -O3 without __restrict__ right). Loop
-        vectorisation stays on."""
+        vectorisation stays on. Through nvcc (a CUDA Kokkos compiles host kernels too) the host g++ gets it with
+        -Xcompiler."""
         is_gcc = "g++" in self.cxx_version or "GCC" in self.cxx_version
         return ["-fno-tree-slp-vectorize"] if is_gcc else []
 
