@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-GROUP_FIELDS = ("name", "kernels", "unfused_ms", "fused_uo_ms", "fused_o_ms", "speedup_uo", "speedup_o")
+GROUP_FIELDS = ("name", "kernels", "unfused_ms", "fused_uo_ms", "fused_o_ms", "speedup_uo", "speedup_o", "unfused_traced_ms",
+                "speedup_o_traced")
 SUBJECT_FIELDS = ("eager_s", "trace_s", "fused_uo_s", "fused_s", "trace_overhead_pct", "analysis_ms", "groups")
 
 
@@ -165,3 +166,16 @@ def test_each_fused_mode_runs_on_a_runtime_of_its_own_while_the_modes_alternate(
     assert all(len(runtimes) == 1 for runtimes in seen.values()), seen  # each mode keeps its runtime
     main = [seen[key].pop() for key in (("eager", None), ("trace", None), ("o", "none"), ("o", "all"))]
     assert len(set(main)) == 4, seen
+
+
+def test_a_trace_run_places_each_launch_at_its_call_and_skips_a_flush_that_does_not_match():
+    from kfuse.bench import measure
+    from kfuse.fuser.explain import FlushRecord
+
+    def record(number, names, first_call):
+        return FlushRecord(number, names, [[k] for k in range(len(names))], [], 0.0, "", False, first_call=first_call)
+
+    run = {"first_call": 11, "flushes": [record(1, ["a", "b"], 11), record(2, ["c", "d"], 14)],
+           "launches": [("a", 1.0, False, 12, 1), ("b", 2.0, False, 12, 1), ("c", 3.0, False, 15, 2),
+                        ("x", 4.0, False, 15, 2)]}  # flush 2 launched another kernel than its second call's
+    assert measure._traced_places([run]) == [{0: ("a", 1.0), 1: ("b", 2.0)}]

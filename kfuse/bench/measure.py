@@ -213,6 +213,27 @@ def _eager_places(eager_runs: list) -> list:
     return [{entry[3] - run["first_call"]: entry[:2] for entry in run["launches"]} for run in eager_runs]
 
 
+def _traced_places(trace_runs: list) -> list:
+    """Per trace run: each call's place counted from the run's start -> (its kernel's name, seconds). A trace run
+    launches each flush's calls one by one, back to back at the host access, as the fused modes launch their groups
+    (a flush whose launches do not match its calls one for one is left out)."""
+    places = []
+    for run in trace_runs:
+        launched = defaultdict(list)
+        for name, seconds, _, _, flush in run["launches"]:
+            if flush is not None:
+                launched[flush].append((name, seconds))
+        at = {}
+        for rec in run["flushes"]:
+            ran = launched.get(rec.number, [])
+            if rec.first_call is None or [name for name, _ in ran] != rec.call_names:
+                continue
+            start = rec.first_call - run["first_call"]
+            at.update((start + k, entry) for k, entry in enumerate(ran))
+        places.append(at)
+    return places
+
+
 def _occurrences(runs: list, kernel: str, eager_places: list) -> list:
     """(its members' eager seconds at exactly its calls, its fused launch's seconds) per occurrence of a fused group in
     ``runs``. A flush's calls are the program's next calls in a row from its ``first_call`` (``Runtime.calls_made``), so
@@ -245,7 +266,7 @@ def _occurrences(runs: list, kernel: str, eager_places: list) -> list:
 def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
-    eager_places = _eager_places(runs["eager"])
+    eager_places, traced_places = _eager_places(runs["eager"]), _traced_places(runs["trace"])
     rows = []
     for fused, (members, decision) in _groups([*runs["o"], {"flushes": untraced}]).items():
         missing = [n for n in members if n not in eager]
@@ -268,6 +289,12 @@ def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
                 name = {"uo": "none", "o": "all"}.get(m, m[4:])
                 ms = row["fused_o_ms"] if m == "o" else _ms(spread(fused_times[m].get(fused, [])))["median"]
                 ablation[name] = {"ms": ms, "speedup": unfused * 1e3 / ms if unfused and ms else None}
+        # the same calls launched one by one inside the trace mode's flushes: fusion alone, without what deferring
+        # the launches changes (measured: ExaMiniMD's thermo group is slower inside a flush, fused or not)
+        in_flush = [] if apart else _occurrences(runs["o"], fused, traced_places)
+        traced = statistics.median(p[0] for p in in_flush) if in_flush else None
+        row["unfused_traced_ms"] = traced * 1e3 if traced is not None else None
+        row["speedup_o_traced"] = traced * 1e3 / row["fused_o_ms"] if traced and row["fused_o_ms"] else None
         # what the program got: the fused kernel, or its members' own time when the group ran apart
         row["speedup_chosen"] = 1.0 if apart else row["speedup_o"]
         if len(ablation) > 2:

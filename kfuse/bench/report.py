@@ -72,16 +72,19 @@ def markdown(data: dict) -> str:
             "profitability decision (KFUSE_PROFIT), the members apart (then no fused time, and the members' time "
             "is what the program got: speedup 1.00x). *unfused* is the members' eager time at exactly the calls the "
             "group fused (the same places in the program), else the sum of their medians over every eager "
-            "launch (each row's unfused_from).", "",
+            "launch (each row's unfused_from). *in flush*: the same calls launched one by one inside the trace "
+            "mode's flushes, as deferred launches run, and O's speedup over that (fusion alone).", "",
             "| subject | group | # kernels | launches/run | unfused | fused UO | fused O | speedup UO | speedup O "
-            "| run | decided by |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| unfused in flush | speedup O in flush | run | decided by |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in subs.items():
         if not r["groups"]:
-            out.append(f"| {name} | (no fused group) | | | | | | | | | |")
+            out.append(f"| {name} | (no fused group) | | | | | | | | | | | |")
         for g in r["groups"]:
             out.append(f"| {name} | {g['name']} | {g['kernels']} | {g['launches_per_run']:g} | {_f(g['unfused_ms'])} "
                        f"| {_f(g['fused_uo_ms'])} | {_f(g['fused_o_ms'])} | {_x(g['speedup_uo'])} "
-                       f"| {_x(g['speedup_o'])} | {g.get('run', 'fused')} | {g.get('decision', '-')} |")
+                       f"| {_x(g['speedup_o'])} | {_f(g.get('unfused_traced_ms'))} | {_x(g.get('speedup_o_traced'))} "
+                       f"| {g.get('run', 'fused')} | {g.get('decision', '-')} |")
     apart = [f"{n}: {g['name']}" for n, r in subs.items() for g in r["groups"] if g.get("run") == "apart"]
     if apart:
         out += ["", f"Run apart by a profitability decision ({len(apart)}): " + "; ".join(apart) + "."]
