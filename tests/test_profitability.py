@@ -523,6 +523,14 @@ def test_the_bench_compares_a_group_with_its_own_calls_run_eagerly():
     (row,) = measure._group_rows(runs, modes, 1, [])
     assert row["unfused_from"] == "the same calls eager" and row["unfused_ms"] == 8.0 and row["fused_o_ms"] == 6.0
     assert abs(row["speedup_o"] - 8.0 / 6.0) < 1e-12  # against every launch's median (5 ms) it would be 0.83x
+    assert row["unfused_traced_ms"] is None  # no trace run to pair with
+    traced = {"seconds": 1.0, "first_call": 301, "flushes": [
+        FlushRecord(3, ["c", "add", "mul"], [[0], [1], [2]], [], 0.0, "", False, first_call=301),
+        FlushRecord(4, ["c", "add", "mul"], [[0], [1], [2]], [], 0.0, "", False, first_call=304)], "launches": [
+        ("c", 0.001, False, 303, 3), ("add", 0.001, False, 303, 3), ("mul", 0.001, False, 303, 3),
+        ("c", 0.001, False, 306, 4), ("add", 0.005, False, 306, 4), ("mul", 0.005, False, 306, 4)]}
+    (row,) = measure._group_rows({**runs, "trace": [traced]}, modes, 1, [])
+    assert row["unfused_traced_ms"] == 10.0 and abs(row["speedup_o_traced"] - 10.0 / 6.0) < 1e-12
     fused["flushes"][1].first_call = None  # (an array operation group: no place in the program's calls)
     (row,) = measure._group_rows(runs, modes, 1, [])
     assert row["unfused_from"] == "all eager launches" and row["unfused_ms"] == 5.0

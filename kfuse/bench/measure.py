@@ -34,6 +34,8 @@ from ..transforms import manager
 from . import subjects
 
 MODES = (("eager", None), ("trace", None), ("uo", "none"), ("o", "all"))
+SAMPLE_S = 0.25  # seconds of timed runs per mode, at least (``repeats_for``)
+MOST_REPEATS = 200
 
 
 def log(msg: str) -> None:
@@ -159,6 +161,12 @@ def _base(mode: str) -> str:
     return "o" if mode.startswith("abl:") else mode
 
 
+def repeats_for(asked: int, run_seconds: float) -> int:
+    """Timed runs per mode: at least ``asked``, and enough that a mode's runs take ``SAMPLE_S`` (up to
+    ``MOST_REPEATS``): a median of 9 runs of half a millisecond moved by 10% from run to run of the bench."""
+    return max(asked, min(MOST_REPEATS, int(SAMPLE_S / max(run_seconds, 1e-9))))
+
+
 def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
     go = subject.prepare(size)
     modes = list(MODES)
@@ -175,6 +183,8 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
                 untraced = decided if m == "o" else untraced
             else:
                 run_once(go, _base(m), t)
+    if size != "smoke":  # --smoke checks that the bench runs: once
+        repeat = repeats_for(repeat, min(run_once(go, "eager", None)["seconds"] for _ in range(3)))
     for r in range(repeat):
         log(f"{subject.name}: repeat {r + 1}/{repeat}")
         for m, t in modes:
@@ -266,7 +276,7 @@ def _occurrences(runs: list, kernel: str, eager_places: list) -> list:
 def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
-    eager_places, traced_places = _eager_places(runs["eager"]), _traced_places(runs["trace"])
+    eager_places, traced_places = _eager_places(runs["eager"]), _traced_places(runs.get("trace", []))
     rows = []
     for fused, (members, decision) in _groups([*runs["o"], {"flushes": untraced}]).items():
         missing = [n for n in members if n not in eager]

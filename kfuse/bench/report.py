@@ -65,7 +65,9 @@ def markdown(data: dict) -> str:
            f"compiler: {m['compiler']} {m['opt_flags']}; Kokkos "
            f"{m['kokkos_version']} ({', '.join(m['kokkos_backends'])}); Python {m['python']}; execution space "
            f"{m.get('space', 'OpenMP')}{'; GPU: ' + m['gpu'] if m.get('gpu') else ''}.",
-           f"Size `{data['size']}`, {data['repeat']} timed repeats after a warm-up; medians with [min-max].", ""]
+           f"Size `{data['size']}`, {data['repeat']} timed repeats after a warm-up, more for a subject whose runs are "
+           f"short (each mode's timed runs take 0.25 s at least, up to 200 repeats; the end-to-end table's *n*); "
+           f"medians with [min-max].", ""]
     subs = data["subjects"]
     out += ["## Fused groups: kernel time per launch (C++-timed, ms)", "",
             "Groups the fuser formed; *run* says whether the O runs launched the fused kernel or, by a "
@@ -99,12 +101,13 @@ def markdown(data: dict) -> str:
                           for k, n, a, b, c, d in TABLE5_CPU.get(npbench_name(name), []))
         out.append(f"| {name} | {ours} | {paper or '(not in the paper)'} |")
     out += ["", "## End to end (seconds per run, Python included, warm cache)", "",
-            "| subject | eager | traced only | fused UO | fused O | fused O vs eager | tracing overhead | "
-            "fusion analysis (ms/run) | NumPy | check |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "| subject | n | eager | traced only | fused UO | fused O | fused O vs eager | tracing overhead | "
+            "fusion analysis (ms/run) | NumPy | check |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in subs.items():
-        out.append(f"| {name} | {_s(r['eager_s'])} | {_s(r['trace_s'])} | {_s(r['fused_uo_s'])} | {_s(r['fused_s'])} "
-                   f"| {_x(r['fused_vs_eager_speedup'])} | {r['trace_overhead_pct']:+.1f}% | {_s(r['analysis_ms'])} "
-                   f"| {_s(r.get('numpy_s'))} | {r.get('validation', '-')} |")
+        out.append(f"| {name} | {r.get('repeat', data['repeat'])} | {_s(r['eager_s'])} | {_s(r['trace_s'])} "
+                   f"| {_s(r['fused_uo_s'])} | {_s(r['fused_s'])} | {_x(r['fused_vs_eager_speedup'])} "
+                   f"| {r['trace_overhead_pct']:+.1f}% | {_s(r['analysis_ms'])} | {_s(r.get('numpy_s'))} "
+                   f"| {r.get('validation', '-')} |")
     ablated = [(n, g) for n, r in subs.items() for g in r["groups"] if "ablation" in g]
     if ablated:
         names = list(ablated[0][1]["ablation"])
