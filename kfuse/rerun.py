@@ -215,7 +215,7 @@ def _slots_of(head: tuple, made: list):
 
 
 class _Untraced:
-    """A repetition of a template being run untraced: the next step, and the seconds its calls took so far."""
+    """A repetition of a template being run untraced: the next step, and the clock at its first call."""
 
     __slots__ = ("template", "next", "start")
 
