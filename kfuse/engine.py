@@ -82,12 +82,6 @@ class Runtime:
         """The explain record number of the flush whose kernels run now, else None (the bench's launch profile)."""
         return self.flush_count if self._running else None
 
-    def nothing_pending(self) -> bool:
-        """Idle (a failure standing counts: a call may read what one lost; traced, it is poisoned and reports at
-        the read), and fusion (not tracing alone) on: a call of a kernel not worth tracing may run at once
-        (kfuse/untraced.py)."""
-        return self.idle() and self.fuse
-
     @property
     def trace(self) -> Trace:
         """The pending calls, those a ``Rerun`` matched included (they become entries here first)."""
