@@ -57,10 +57,9 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         binding, bound, values = bind(wu, op, policy, positional, kwargs, rt.backend)
         if rt.enabled:
             streak = rt.streaks.get(binding.prepared) if rt.streaks else None
-            # fusing (not tracing alone) and idle (Runtime.idle, inlined on this path of every call; a failure
-            # standing counts: a call may read what one lost, and traced it is poisoned and reports at the read)
-            if streak is not None and streak.left and rt.fuse and not (
-                    rt.logged.entries or rt.batch is not None or rt.rerun.matched or rt.failures):
+            # fusing (not tracing alone) and idle (a failure standing counts: a call may read what one lost, and
+            # traced it is poisoned and reports at the read)
+            if streak is not None and streak.left and rt.fuse and rt.idle():
                 streak.left -= 1  # a kernel that keeps running alone runs at once (kfuse/untraced.py)
                 rt.counts["calls_untraced"] += 1
                 result = run_bound(rt, binding, bound, values)

@@ -223,17 +223,22 @@ def _eager_places(eager_runs: list) -> list:
     return [{entry[3] - run["first_call"]: entry[:2] for entry in run["launches"]} for run in eager_runs]
 
 
+def _by_flush(run: dict) -> dict:
+    """A run's launches made by flushes: flush record number -> [(kernel name, seconds), ...] in launch order."""
+    launched = defaultdict(list)
+    for name, seconds, _, _, flush in run["launches"]:
+        if flush is not None:
+            launched[flush].append((name, seconds))
+    return launched
+
+
 def _traced_places(trace_runs: list) -> list:
     """Per trace run: each call's place counted from the run's start -> (its kernel's name, seconds). A trace run
     launches each flush's calls one by one, back to back at the host access, as the fused modes launch their groups
     (a flush whose launches do not match its calls one for one is left out)."""
     places = []
     for run in trace_runs:
-        launched = defaultdict(list)
-        for name, seconds, _, _, flush in run["launches"]:
-            if flush is not None:
-                launched[flush].append((name, seconds))
-        at = {}
+        launched, at = _by_flush(run), {}
         for rec in run["flushes"]:
             ran = launched.get(rec.number, [])
             if rec.first_call is None or [name for name, _ in ran] != rec.call_names:
@@ -254,12 +259,9 @@ def _occurrences(runs: list, kernel: str, eager_places: list) -> list:
     occurrences."""
     pairs = []
     for run, at in zip(runs, eager_places):
-        launched = defaultdict(list)
-        for name, seconds, _, _, flush in run["launches"]:
-            if flush is not None and name == kernel:
-                launched[flush].append(seconds)
+        launched = _by_flush(run)
         for rec in run["flushes"]:
-            fused = iter(launched.get(rec.number, ()))
+            fused = iter([seconds for name, seconds in launched.get(rec.number, ()) if name == kernel])
             for g in rec.groups:
                 if len(g) < 2 or rec.apart(g) or rec.kernels.get(g[0]) != kernel:
                     continue
