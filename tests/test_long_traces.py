@@ -18,7 +18,7 @@ from kfuse.fuser import planner
 from kfuse.fuser.graph import Graph, Node
 from kfuse.fuser.planner import Reason, Split, plan, vertical
 from kfuse.fuser.safety import KernelPattern, ParamPattern
-from fusion_check import kick, push
+from fusion_check import assert_same, kick, push
 
 
 # --- hand-written graphs -----------------------------------------------------------------------------------------
@@ -160,6 +160,29 @@ def test_another_reason_wins_over_the_bound():
     assert [(i, r.kind) for i, r in result.boundaries] == [(4, Split.RANGE)]
 
 
+_B = ((0, 100),)
+_X, _Y = (0, 0, 1, _B, ()), (2, 2, 1, _B, ())  # s1[i] = s0[i]; s2[i] += s1[i]: a step's two calls, fused
+_SCAN = (4, 0, 0, _B, ())  # cannot fuse: ends every step's group
+_Z = (5, 2, 3, _B, ())  # s3[i] = s2[i]: an observable that joins the step before it
+_W = (7, 0, 4, _B, ())  # s0[i] += s4[i]: one that joins the step after it
+
+
+def test_a_rarer_group_that_extends_a_repeated_one_runs_the_repeated_kernel_and_the_rest_apart():
+    result = plan(_graph([_X, _Y, _SCAN] * 3 + [_X, _Y, _Z]))
+    assert result.groups == [[0, 1], [2], [3, 4], [5], [6, 7], [8], [9, 10], [11]]
+    assert [(i, r.kind) for i, r in result.boundaries][-1] == (11, Split.REUSE)
+    assert "k0+k2 runs as a group 3 times" in str(result.boundaries[-1][1])
+    ahead = plan(_graph([_W, _X, _Y] + [_SCAN, _X, _Y] * 3))  # the extension in front
+    assert ahead.groups == [[0], [1, 2], [3], [4, 5], [6], [7, 8], [9], [10, 11]]
+    assert [(i, r.kind) for i, r in ahead.boundaries][0] == (1, Split.REUSE)
+
+
+def test_a_group_extending_one_no_more_frequent_than_itself_stays_whole():
+    assert plan(_graph([_X, _Y, _SCAN, _X, _Y, _Z])).groups == [[0, 1], [2], [3, 4, 5]]  # [k0, k2] once only
+    twice = [_X, _Y, _Z, _SCAN] * 2 + [_X, _Y]  # the extended group is the more frequent one
+    assert plan(_graph(twice)).groups == [[0, 1, 2], [3], [4, 5, 6], [7], [8, 9]]
+
+
 # --- real programs ---------------------------------------------------------------------------------------------
 @pk.workunit
 def lt_energy(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
@@ -209,3 +232,40 @@ def test_the_repeated_groups_of_a_loop_reuse_one_fused_kernel(kfuse_runtime, mon
     assert len(loads) <= 2  # ... and the reduction's own kernel (unless an earlier test loaded it)
     assert "group size limit" in pk.explain()
     pk.disable_fusion()
+
+
+@pk.workunit
+def lt_force(i: int, x: pk.View1D[pk.double], f: pk.View1D[pk.double]):
+    f[i] = x[(i + 1) % 64] - x[i]
+
+
+@pk.workunit
+def lt_kick(i: int, dt: float, v: pk.View1D[pk.double], f: pk.View1D[pk.double]):
+    v[i] = v[i] + dt * f[i]
+
+
+def _chain_of_springs(steps: int) -> tuple:
+    """ExaMiniMD's step in small: drift; force (reads the neighbour's x, so it starts a group) and kick; and an
+    observable after the last step, which joins that step's force and kick."""
+    x, v, f = pk.View(64), pk.View(64), pk.View(64)
+    x[:] = np.cos(np.arange(64.0))
+    for _ in range(steps):
+        pk.parallel_for(64, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(64, lt_force, x=x, f=f)
+        pk.parallel_for(64, lt_kick, dt=0.01, v=v, f=f)
+    energy = pk.parallel_reduce(64, lt_energy, x=x, v=v)
+    return float(energy), np.array(x), np.array(v)
+
+
+@pytest.mark.backend("python")
+def test_the_step_that_also_computes_an_observable_reuses_the_steps_kernel(kfuse_runtime):
+    eager = _chain_of_springs(6)
+    pk.enable_fusion()
+    fused = _chain_of_springs(6)
+    rec = [r for r in kfuse_runtime.records if len(r.call_names) > 1][-1]
+    pk.disable_fusion()
+    assert_same(eager, fused)
+    assert [len(g) for g in rec.groups] == [1, 2] * 6 + [1]
+    assert len(set(rec.fused_names)) == 1  # one kernel for all six steps, the last one included
+    assert [r.kind for _, r in rec.boundaries][-1] == Split.REUSE
+    assert "kernel reuse: lt_force+lt_kick runs as a group 5 times" in pk.explain()
