@@ -81,7 +81,8 @@ class Template:
     tail: tuple  # step numbers left pending by the partition
     owners: tuple  # per partition position (the order it ran its calls): ("head", k) or ("step", i)
     launches: tuple  # [kernel, policy slots, arguments, ((position, slot), ...), partition positions, those of them
-    #                  that deliver a reduction's or scan's value], as they ran
+    #                  that deliver a reduction's or scan's value, the argument buffer packed (None on a device)], as
+    #                  they ran
     unfused: int  # groups the profitability decisions run apart
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     views: list  # per slot, the View of the last run
@@ -202,6 +203,8 @@ class _Match:
             for position, slot in launch[3]:
                 passed[position] = filled[slot]
             launch[2] = tuple(passed)
+            if launch[6] is not None:
+                launch[6] = launch[0].packed(launch[1], launch[2])
 
 
 def _slots_of(head: tuple, made: list):
@@ -462,9 +465,10 @@ class Rerun:
         rt._running = True
         try:
             rt.counts["groups_unfused"] += template.unfused
-            for number, (kernel, slots, passed, _, _, delivering) in enumerate(template.launches):
+            for number, (kernel, slots, passed, _, _, delivering, packed) in enumerate(template.launches):
                 try:
-                    results = iter(kernel.launch(slots, passed))
+                    results = iter(kernel.launch(slots, passed) if packed is None else
+                                   kernel.launch_packed(packed, passed))
                 except KfuseError as exc:
                     self._after_failure(rt, match, number, exc, record, head)
                     return
@@ -538,7 +542,8 @@ class Rerun:
         step_of = {id(e): i for i, e in enumerate(made)}
         owners = tuple(("head", k) if k < len(head) else ("step", step_of[id(e)]) for k, e in enumerate(entries))
         kept = [[kernel, slots, passed, tuple((i, slot_of[id(a)]) for i, a in enumerate(passed) if id(a) in slot_of),
-                 members, tuple(p for p in members if _op_at(p, owners, head, steps) != "for")]
+                 members, tuple(p for p in members if _op_at(p, owners, head, steps) != "for"),
+                 kernel.packed(slots, passed)]
                 for kernel, slots, passed, members in launches]
         head_slots = {slot_of[id(call.args[i])] for call in head for i, _ in call.prepared.view_params}
         written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}

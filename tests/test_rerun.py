@@ -541,6 +541,24 @@ def test_new_views_that_alias_or_differ_are_never_rerun_wrongly(name):
     assert "rerun" in hows(text)
 
 
+@pytest.mark.backend("kokkos")
+@pytest.mark.parametrize("name", ["fresh Views", "the slots' Views swapped", "two halves of one array",
+                                  "one View in both slots"])
+def test_compiled_reruns_launch_from_buffers_packed_for_their_own_views(monkeypatch, name):
+    """A compiled kernel's rerun launches from an argument buffer packed when the template took its Views; new
+    Views pack a new one. Runs on fresh, swapped, aliased Views compute what eager computes, bit for bit."""
+    from kfuse.runtime.launch import CompiledKernel
+    buffers = []
+    original = CompiledKernel.launch_packed
+    monkeypatch.setattr(CompiledKernel, "launch_packed",
+                        lambda self, packed, args: buffers.append(packed) or original(self, packed, args))
+    make = (lambda run: (view_of(X0 + run), view_of(V0))) if name == "fresh Views" else NEW_VIEWS[name]
+    expected, got, _, text = run_eager_and_fused(lambda: _runs(make))
+    assert_same(expected, got)
+    assert "rerun" in hows(text) and buffers
+    assert len(set(buffers)) > 1  # each run's new Views: a buffer of their own pointers
+
+
 @pytest.mark.parametrize("known_contents", [False, True], indirect=True)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())

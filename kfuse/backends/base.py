@@ -53,6 +53,11 @@ class Kernel:
     def launch(self, bounds: tuple, args: tuple) -> tuple:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def packed(self, bounds: tuple, args: tuple):
+        """The argument buffer ``launch_packed`` runs from, made once for launches repeated with the same
+        arguments (kfuse/rerun.py); None where the kernel has none (it then ``launch``es)."""
+        return None
+
     @property
     def last_seconds(self) -> float:
         """Duration of the last launch as the backend measured it (0.0 when it does not measure)."""

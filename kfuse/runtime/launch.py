@@ -98,12 +98,26 @@ class CompiledKernel:
 
     def launch(self, bounds: tuple, args: tuple):
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
-        self.recent = True
         if self.on_device:
             device.before_launch(args, self._writes)
         else:
             device.host_launch(args, self._writes)
-        rc = self._fn(self.pack(bounds, args), self._out, _err, _errlen)
+        return self._call(self.pack(bounds, args), args)
+
+    def packed(self, bounds: tuple, args: tuple) -> bytes | None:
+        """The argument buffer of a launch over ``bounds`` with ``args`` (a rerun's kept launch, kfuse/rerun.py,
+        packs once per set of Views instead of at every launch). Host kernels only: a device kernel's pointers
+        are its Views' device copies, known only at the launch."""
+        return None if self.on_device else self.pack(bounds, args)
+
+    def launch_packed(self, packed: bytes, args: tuple):
+        """``launch`` from the buffer ``packed`` made for ``args``."""
+        device.host_launch(args, self._writes)
+        return self._call(packed, args)
+
+    def _call(self, packed: bytes, args: tuple):
+        self.recent = True
+        rc = self._fn(packed, self._out, _err, _errlen)
         if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
         if self.on_device:
