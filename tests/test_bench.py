@@ -168,31 +168,6 @@ def test_each_fused_mode_runs_on_a_runtime_of_its_own_while_the_modes_alternate(
     assert len(set(main)) == 4, seen
 
 
-def test_each_timed_run_follows_an_untimed_run_of_its_own_mode(monkeypatch):
-    """Alternating modes run by run, the eager baseline met the member kernels the trace mode had just launched,
-    warm, while a kernel only the o mode runs met what the other modes left: each timed run now follows one of its
-    own mode, and only the second counts."""
-    import statistics
-
-    from kfuse.bench import measure, subjects
-
-    order = []
-    real = measure.run_once
-
-    def run_once(go, mode, transforms):
-        result = real(go, mode, transforms)
-        order.append(((mode, transforms), result["seconds"]))
-        return result
-
-    monkeypatch.setattr(measure, "run_once", run_once)
-    result = measure.measure(subjects.load("jacobi_1d"), "smoke", 2)
-    modes = [("eager", None), ("trace", None), ("uo", "none"), ("o", "all")]
-    timed = order[-16:]
-    assert [key for key, _ in timed] == [key for key in modes for _ in (0, 1)] * 2
-    eager_second = [s for k, ((key, s)) in enumerate(timed) if key == ("eager", None) and k % 2 == 1]
-    assert result["eager_s"]["median"] == statistics.median(eager_second)
-
-
 def test_a_trace_run_places_each_launch_at_its_call_and_skips_a_flush_that_does_not_match():
     from kfuse.bench import measure
     from kfuse.fuser.explain import FlushRecord

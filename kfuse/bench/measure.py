@@ -13,13 +13,6 @@ Each fused mode runs on a runtime of its own (``engine.Runtime`` over the same b
 the modes' runs alternate, and on one runtime each mode's repeated flushes, untraced streaks and decisions would
 evict or reset the others' (a uo run's templates push out the o run's, whose next run is then traced and timed
 again), so no mode would reach the steady state a program running in that mode alone has.
-
-Each timed run follows an untimed run of its own mode: a kernel that runs once a run then meets the caches and
-branch predictors its own program leaves, not another mode's. Without it the eager baseline borrowed the trace
-mode's warm kernels (the two launch the same member kernels, one right after the other), while a fused kernel only
-the o mode runs met the state the three other modes left: ExaMiniMD's setup-step group (once a run, 16 threads)
-measured 0.88x against its members eager in the bench, and with o and eager alone alternating, its fused kernel
-took as long as lj_force alone eager (58.7 against 58.9 us).
 """
 from __future__ import annotations
 
@@ -196,7 +189,6 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
         log(f"{subject.name}: repeat {r + 1}/{repeat}")
         for m, t in modes:
             with context.using(own[m]):
-                run_once(go, _base(m), t)  # untimed: the timed run follows its own mode's (module docstring)
                 runs[m].append(run_once(go, _base(m), t))
     result = {"size": size, "repeat": repeat}
     for m in ("eager", "trace", "uo", "o"):
