@@ -546,8 +546,10 @@ def test_new_views_that_alias_or_differ_are_never_rerun_wrongly(name):
                                   "one View in both slots"])
 def test_compiled_reruns_launch_from_buffers_packed_for_their_own_views(monkeypatch, name):
     """A compiled kernel's rerun launches from an argument buffer packed when the template took its Views; new
-    Views pack a new one. Runs on fresh, swapped, aliased Views compute what eager computes, bit for bit."""
+    Views pack a new one. Runs on fresh, swapped, aliased Views compute what eager computes, bit for bit. Host
+    kernels whatever KFUSE_DEFAULT_SPACE says: a device kernel packs at each launch (its Views' device copies)."""
     from kfuse.runtime.launch import CompiledKernel
+    pk.set_default_space(pk.OpenMP)
     buffers = []
     original = CompiledKernel.launch_packed
     monkeypatch.setattr(CompiledKernel, "launch_packed",
