@@ -112,3 +112,21 @@ def test_unloaded_kernels_of_pending_and_fused_calls_load_again(limit):
         evict_with_other_kernels()
         assert launch.loaded_count() <= 2
     assert "shift + double_it  [fused 2 calls" in pk.explain()
+
+
+def test_a_rerun_launch_from_a_packed_buffer_loads_its_unloaded_kernel_again(limit):
+    """A rerun launches its kept fused kernel from the argument buffer packed when the flush was kept
+    (kfuse/rerun.py); other kernels unload it between the repetitions, and the launch loads it again."""
+    limit(2)
+    x = pk.View([6], pk.float64)
+    x[:] = np.arange(6.0)
+    expect = np.arange(6.0)
+    pk.enable_fusion()
+    for _ in range(6):
+        pk.parallel_for(6, shift, x=x, a=1.5)
+        pk.parallel_for(6, double_it, x=x)
+        expect = 2 * (expect + 1.5)
+        np.testing.assert_array_equal(np.asarray(x), expect)
+        evict_with_other_kernels()
+        assert launch.loaded_count() <= 2
+    assert "(rerun:" in pk.explain()
