@@ -1,7 +1,7 @@
 """One bench subject run over and over, eager and fused alternated in one process: the fused runs on a runtime of
 its own, settled first (profitability and rerun/untraced trials decided), as the bench's fused mode. Prints each
-mode's median and minimum microseconds a run, the fused/eager ratio and how the fused calls ran; with ``--parts``, the time a run spends in
-the rerun's matching and launching and in kernel launches.
+mode's median and minimum microseconds a run, the fused/eager ratio and how the fused calls ran; with
+``--parts``, the time a run spends in the rerun's matching and launching and in kernel launches.
 
     KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_subject_loop.py jacobi_1d_statements [--runs 300] [--parts]
 """
@@ -40,8 +40,7 @@ def main() -> None:
     parser.add_argument("--parts", action="store_true")
     args = parser.parse_args()
     if args.parts:
-        for owner, name in ((rerun.Rerun, "take"), (rerun.Rerun, "run"), (launch.CompiledKernel, "launch"),
-                            (launch.CompiledKernel, "launch_packed")):
+        for owner, name in ((rerun.Rerun, "take"), (rerun.Rerun, "run"), (launch.CompiledKernel, "launch")):
             _timed(owner, name)
     go = subjects.load(args.subject).prepare(args.size)
     own = engine.Runtime(backend=context.current().backend)

@@ -468,7 +468,7 @@ class Rerun:
             for number, (kernel, slots, passed, _, _, delivering, packed) in enumerate(template.launches):
                 try:
                     results = iter(kernel.launch(slots, passed) if packed is None else
-                                   kernel.launch_packed(packed, passed))
+                                   kernel.launch(slots, passed, packed))
                 except KfuseError as exc:
                     self._after_failure(rt, match, number, exc, record, head)
                     return

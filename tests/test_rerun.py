@@ -551,9 +551,13 @@ def test_compiled_reruns_launch_from_buffers_packed_for_their_own_views(monkeypa
     from kfuse.runtime.launch import CompiledKernel
     pk.set_default_space(pk.OpenMP)
     buffers = []
-    original = CompiledKernel.launch_packed
-    monkeypatch.setattr(CompiledKernel, "launch_packed",
-                        lambda self, packed, args: buffers.append(packed) or original(self, packed, args))
+    original = CompiledKernel.launch
+
+    def launch(self, bounds, args, packed=None):
+        if packed is not None:
+            buffers.append(packed)
+        return original(self, bounds, args, packed)
+    monkeypatch.setattr(CompiledKernel, "launch", launch)
     make = (lambda run: (view_of(X0 + run), view_of(V0))) if name == "fresh Views" else NEW_VIEWS[name]
     expected, got, _, text = run_eager_and_fused(lambda: _runs(make))
     assert_same(expected, got)

@@ -54,8 +54,8 @@ class Kernel:
         raise NotImplementedError
 
     def packed(self, bounds: tuple, args: tuple):
-        """The argument buffer ``launch_packed`` runs from, made once for launches repeated with the same
-        arguments (kfuse/rerun.py); None where the kernel has none (it then ``launch``es)."""
+        """The argument buffer a ``launch`` with the same arguments may take as ``packed``, made once for launches
+        repeated with them (kfuse/rerun.py); None where the kernel has none (its ``launch`` takes no buffer)."""
         return None
 
     @property

@@ -96,28 +96,15 @@ class CompiledKernel:
     def loaded(self) -> bool:
         return self.lib is not None
 
-    def launch(self, bounds: tuple, args: tuple):
-        """Run the kernel once; returns the tuple of reduction results (empty for parallel_for)."""
+    def launch(self, bounds: tuple, args: tuple, packed: bytes | None = None):
+        """Run the kernel once; returns the tuple of reduction results (empty for parallel_for). ``packed``: the
+        buffer ``packed`` made for these ``bounds`` and ``args`` before (a rerun's kept launch), else packed now."""
+        self.recent = True
         if self.on_device:
             device.before_launch(args, self._writes)
         else:
             device.host_launch(args, self._writes)
-        return self._call(self.pack(bounds, args), args)
-
-    def packed(self, bounds: tuple, args: tuple) -> bytes | None:
-        """The argument buffer of a launch over ``bounds`` with ``args`` (a rerun's kept launch, kfuse/rerun.py,
-        packs once per set of Views instead of at every launch). Host kernels only: a device kernel's pointers
-        are its Views' device copies, known only at the launch."""
-        return None if self.on_device else self.pack(bounds, args)
-
-    def launch_packed(self, packed: bytes, args: tuple):
-        """``launch`` from the buffer ``packed`` made for ``args``."""
-        device.host_launch(args, self._writes)
-        return self._call(packed, args)
-
-    def _call(self, packed: bytes, args: tuple):
-        self.recent = True
-        rc = self._fn(packed, self._out, _err, _errlen)
+        rc = self._fn(self.pack(bounds, args) if packed is None else packed, self._out, _err, _errlen)
         if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
         if self.on_device:
@@ -134,6 +121,12 @@ class CompiledKernel:
             rt = context.current()
             profile.append((self.name, self._last_ns.value * 1e-9, self.fused, rt.calls_made, rt.running_flush()))
         return self._unpack(self._out) if self._unpack else ()
+
+    def packed(self, bounds: tuple, args: tuple) -> bytes | None:
+        """The argument buffer of a launch over ``bounds`` with ``args`` (a rerun's kept launch, kfuse/rerun.py,
+        packs once per set of Views instead of at every launch). Host kernels only: a device kernel's pointers
+        are its Views' device copies, known only at the launch."""
+        return None if self.on_device else self.pack(bounds, args)
 
     @property
     def last_seconds(self) -> float:
