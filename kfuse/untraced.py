@@ -1,10 +1,10 @@
 """Calls not worth tracing: a kernel whose calls keep running alone pays for tracing and gets nothing back.
 
-After each flush with fusion on, every specialisation in it learns whether its calls ran fused with others. One
-whose last ``STREAK`` calls, over ``FLUSHES`` flushes at least, ran alone -- each a group of one call, or in a group
-whose members ran apart by a settled profitability decision -- with none fused since, runs untraced for its next
-``backoff`` calls, or ``EVIDENCE`` times the calls that ran alone in that flush if more (up to ``MAX_BACKOFF``): at
-once, as with fusion off, whenever nothing is pending (no trace entry, no recorded array operation, no call matched by a rerun), which
+After each flush with fusion on, every specialisation in it learns whether its calls ran fused with others. One whose
+last ``STREAK`` calls, over ``FLUSHES`` flushes at least, ran alone -- each a group of one call, or in a group whose
+members ran apart by a settled profitability decision -- with none fused since, runs untraced for its next ``backoff``
+calls, or ``EVIDENCE`` times the calls that ran alone in that flush if more (up to ``MAX_BACKOFF``): at once, as with
+fusion off, whenever nothing is pending (no trace entry, no recorded array operation, no call matched by a rerun), which
 is all an eager call needs to compute what the trace would. Then it is traced again, to see whether it fuses now.
 Each streak doubles the backoff; a fused call resets it. So a kernel that never fuses costs about its eager call,
 and one that starts fusing later misses fusion for at most ``MAX_BACKOFF`` of its calls. The evidence counts

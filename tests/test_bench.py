@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-GROUP_FIELDS = ("name", "kernels", "unfused_ms", "fused_uo_ms", "fused_o_ms", "speedup_uo", "speedup_o", "unfused_traced_ms",
-                "speedup_o_traced")
+GROUP_FIELDS = ("name", "kernels", "unfused_ms", "fused_uo_ms", "fused_o_ms", "speedup_uo", "speedup_o",
+                "unfused_traced_ms", "speedup_o_traced")
 SUBJECT_FIELDS = ("eager_s", "trace_s", "fused_uo_s", "fused_s", "trace_overhead_pct", "analysis_ms", "groups")
 
 

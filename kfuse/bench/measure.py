@@ -249,19 +249,18 @@ def _traced_places(trace_runs: list) -> list:
     return places
 
 
-def _occurrences(runs: list, kernel: str, eager_places: list) -> list:
+def _occurrences(runs: list, launched: list, kernel: str, eager_places: list) -> list:
     """(its members' eager seconds at exactly its calls, its fused launch's seconds) per occurrence of a fused group in
-    ``runs``. A flush's calls are the program's next calls in a row from its ``first_call`` (``Runtime.calls_made``), so
-    its k-th call is the eager run's call at that place (same repeat, places counted from the run's start,
-    ``_eager_places``; the names must agree, else the occurrence is left out); its fused launch is the one of that name
-    in its flush. A kernel's time changes from step to step (ExaMiniMD's force loop doubles over 40 steps as the atoms
-    leave their lattice), and one fused kernel may serve groups of several sizes, so each side is taken at the same
-    occurrences."""
+    ``runs`` (``launched``: each run's ``_by_flush``). A flush's calls are the program's next calls in a row from its
+    ``first_call`` (``Runtime.calls_made``), so its k-th call is the eager run's call at that place (same repeat,
+    places counted from the run's start, ``_eager_places``; the names must agree, else the occurrence is left out);
+    its fused launch is the one of that name in its flush. A kernel's time changes from step to step (ExaMiniMD's force
+    loop doubles over 40 steps as the atoms leave their lattice), and one fused kernel may serve groups of several
+    sizes, so each side is taken at the same occurrences."""
     pairs = []
-    for run, at in zip(runs, eager_places):
-        launched = _by_flush(run)
+    for run, by_flush, at in zip(runs, launched, eager_places):
         for rec in run["flushes"]:
-            fused = iter([seconds for name, seconds in launched.get(rec.number, ()) if name == kernel])
+            fused = iter([seconds for name, seconds in by_flush.get(rec.number, ()) if name == kernel])
             for g in rec.groups:
                 if len(g) < 2 or rec.apart(g) or rec.kernels.get(g[0]) != kernel:
                     continue
@@ -279,12 +278,13 @@ def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
     eager = {n: statistics.median(v) for n, v in _per_launch(runs["eager"], False).items()}
     fused_times = {m: _per_launch(runs[m], True) for m, _ in modes if m not in ("eager", "trace")}
     eager_places, traced_places = _eager_places(runs["eager"]), _traced_places(runs.get("trace", []))
+    o_launched = [_by_flush(run) for run in runs["o"]]  # (every group pairs its occurrences in them)
     rows = []
     for fused, (members, decision) in _groups([*runs["o"], {"flushes": untraced}]).items():
         missing = [n for n in members if n not in eager]
         unfused, baseline = None if missing else sum(eager[n] for n in members), "all eager launches"
         apart = fused.startswith("apart:")
-        paired = [] if apart else _occurrences(runs["o"], fused, eager_places)
+        paired = [] if apart else _occurrences(runs["o"], o_launched, fused, eager_places)
         if paired:
             unfused, baseline = statistics.median(p[0] for p in paired), "the same calls eager"
         row = {"name": label(members), "kernel": None if apart else fused, "kernels": len(members),
@@ -303,7 +303,7 @@ def _group_rows(runs: dict, modes: list, repeat: int, untraced: list) -> list:
                 ablation[name] = {"ms": ms, "speedup": unfused * 1e3 / ms if unfused and ms else None}
         # the same calls launched one by one inside the trace mode's flushes: fusion alone, without what deferring
         # the launches changes (measured: ExaMiniMD's thermo group is slower inside a flush, fused or not)
-        in_flush = [] if apart else _occurrences(runs["o"], fused, traced_places)
+        in_flush = [] if apart else _occurrences(runs["o"], o_launched, fused, traced_places)
         traced = statistics.median(p[0] for p in in_flush) if in_flush else None
         row["unfused_traced_ms"] = traced * 1e3 if traced is not None else None
         row["speedup_o_traced"] = traced * 1e3 / row["fused_o_ms"] if traced and row["fused_o_ms"] else None

@@ -14,6 +14,7 @@ same group over and over (one fused kernel, built and compiled once).
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from dataclasses import dataclass, field
 
 from .graph import Graph, Node
@@ -244,15 +245,13 @@ def reuse(graph: Graph, plan: Plan) -> Plan:
     more), so those calls run as the repeated group's kernel. A time-step loop whose last step also computes an
     observable (ExaMiniMD: force, integrate, and at a thermo step the kinetic energy) would otherwise run that step
     as a second, longer copy of the step's code: compiled once more for one launch per flush, and slower for it
-    (measured: ExaMiniMD's force + integrate + kinetic energy ran a median 14% longer than the force + integrate
-    kernel of the step just before it in the same flush, with identical loop code, and not in isolation: a copy
-    that runs rarely finds the branch predictors and caches cold). Splitting costs the extension one launch of its own. Splitting a group in order
-    is always safe: its parts run in the calls' order."""
+    (measured: ExaMiniMD's force + integrate + kinetic energy ran a median 14% longer than the force + integrate kernel
+    of the step just before it in the same flush, with identical loop code, and not in isolation: a copy that runs
+    rarely finds the branch predictors and caches cold). Splitting costs the extension one launch of its own. Splitting
+    a group in order is always safe: its parts run in the calls' order."""
     nodes = graph.nodes
     signatures = [tuple(_signature(nodes[i]) for i in members) for members in plan.groups]
-    counts: dict = {}
-    for sig in signatures:
-        counts[sig] = counts.get(sig, 0) + 1
+    counts = Counter(signatures)
     repeated = {sig: n for sig, n in counts.items() if len(sig) >= 2 and n >= 2}
     lengths = sorted({len(sig) for sig in repeated}, reverse=True)
     if not lengths:
