@@ -412,7 +412,7 @@ class Rerun:
             return
         kept = template.record
         record = replace(kept, how="untraced", analysis_seconds=0.0, kernels={}, notes=[], provisional=set(),
-                         choices={g[0]: words for g in kept.groups if len(g) > 1})
+                         choices={g[0]: words for g in kept.groups if len(g) > 1}, positions=None)
         rt.records.append(record)
         if rt.record_sink is not None:
             rt.record_sink.append(record)
@@ -460,7 +460,8 @@ class Rerun:
         head = [e.call for e in trace.entries]
         trace.clear()  # the head: it runs now
         rt.counts["flushes"] += 1
-        record = explain.rerun(rt, template.record, head[0].position if head else self.first_call)
+        record = explain.rerun(rt, template.record, [head[k].position if kind == "head" else self.first_call + k
+                                                     for kind, k in template.owners])
         rt.backend.enter_thread()
         rt._running = True
         try:

@@ -172,10 +172,10 @@ def test_a_trace_run_places_each_launch_at_its_call_and_skips_a_flush_that_does_
     from kfuse.bench import measure
     from kfuse.fuser.explain import FlushRecord
 
-    def record(number, names, first_call):
-        return FlushRecord(number, names, [[k] for k in range(len(names))], [], 0.0, "", False, first_call=first_call)
+    def record(number, names, positions):
+        return FlushRecord(number, names, [[k] for k in range(len(names))], [], 0.0, "", False, positions=positions)
 
-    run = {"first_call": 11, "flushes": [record(1, ["a", "b"], 11), record(2, ["c", "d"], 14)],
-           "launches": [("a", 1.0, False, 12, 1), ("b", 2.0, False, 12, 1), ("c", 3.0, False, 15, 2),
+    run = {"first_call": 11, "flushes": [record(1, ["a", "b"], [11, 13]), record(2, ["c", "d"], [14, 15])],
+           "launches": [("a", 1.0, False, 13, 1), ("b", 2.0, False, 13, 1), ("c", 3.0, False, 15, 2),
                         ("x", 4.0, False, 15, 2)]}  # flush 2 launched another kernel than its second call's
-    assert measure._traced_places([run]) == [{0: ("a", 1.0), 1: ("b", 2.0)}]
+    assert measure._traced_places([run]) == [{0: ("a", 1.0), 2: ("b", 2.0)}]

@@ -504,7 +504,8 @@ def test_the_bench_compares_a_group_with_its_own_calls_run_eagerly():
     from kfuse.fuser.explain import FlushRecord
 
     def record(number, groups, first_call, kernel=None):
-        rec = FlushRecord(number, ["c", "add", "mul"], groups, [], 0.0, "", True, first_call=first_call)
+        positions = list(range(first_call, first_call + 3))
+        rec = FlushRecord(number, ["c", "add", "mul"], groups, [], 0.0, "", True, positions=positions)
         if kernel:
             rec.kernels[groups[0][0]] = kernel
             rec.choices[groups[0][0]] = "fused: KFUSE_PROFIT=off"
@@ -525,19 +526,63 @@ def test_the_bench_compares_a_group_with_its_own_calls_run_eagerly():
     assert abs(row["speedup_o"] - 8.0 / 6.0) < 1e-12  # against every launch's median (5 ms) it would be 0.83x
     assert row["unfused_traced_ms"] is None  # no trace run to pair with
     traced = {"seconds": 1.0, "first_call": 301, "flushes": [
-        FlushRecord(3, ["c", "add", "mul"], [[0], [1], [2]], [], 0.0, "", False, first_call=301),
-        FlushRecord(4, ["c", "add", "mul"], [[0], [1], [2]], [], 0.0, "", False, first_call=304)], "launches": [
+        FlushRecord(3, ["c", "add", "mul"], [[0], [1], [2]], [], 0.0, "", False, positions=[301, 302, 303]),
+        FlushRecord(4, ["c", "add", "mul"], [[0], [1], [2]], [], 0.0, "", False, positions=[304, 305, 306])],
+        "launches": [
         ("c", 0.001, False, 303, 3), ("add", 0.001, False, 303, 3), ("mul", 0.001, False, 303, 3),
         ("c", 0.001, False, 306, 4), ("add", 0.005, False, 306, 4), ("mul", 0.005, False, 306, 4)]}
     (row,) = measure._group_rows({**runs, "trace": [traced]}, modes, 1, [])
     assert row["unfused_traced_ms"] == 10.0 and abs(row["speedup_o_traced"] - 10.0 / 6.0) < 1e-12
-    fused["flushes"][1].first_call = None  # (an array operation group: no place in the program's calls)
+    fused["flushes"][1].positions = None  # (an array operation group: no place in the program's calls)
     (row,) = measure._group_rows(runs, modes, 1, [])
     assert row["unfused_from"] == "all eager launches" and row["unfused_ms"] == 5.0
     assert abs(row["fused_o_ms"] - 53.0) < 1e-9  # the median over every launch of the kernel, both sizes
-    fused["flushes"][1].first_call = 203  # places whose eager calls are other kernels: not paired
+    fused["flushes"][1].positions = [203, 204, 205]  # places whose eager calls are other kernels: not paired
     (row,) = measure._group_rows(runs, modes, 1, [])
     assert row["unfused_from"] == "all eager launches"
+
+
+def test_the_bench_pairs_a_group_whose_calls_are_not_the_programs_next_ones():
+    """ExaMiniMD's setup: the forces (a, b), two energies read at once (c, d), then the virial sum (e) read: e's
+    flush runs a+b+e, the program's calls 1, 2 and 5, and its members eager are those calls, not calls 1-3 (that
+    pairing failed on the names and fell back to every launch's median)."""
+    from kfuse.bench import measure
+    from kfuse.fuser.explain import FlushRecord
+
+    eager = {"seconds": 1.0, "flushes": [], "first_call": 1, "launches": [
+        ("a", 0.001, False, 1, None), ("b", 0.010, False, 2, None), ("c", 0.5, False, 3, None),
+        ("d", 0.5, False, 4, None), ("e", 0.002, False, 5, None),
+        ("a", 0.003, False, 6, None), ("b", 0.030, False, 7, None), ("e", 0.006, False, 8, None)]}
+    group = FlushRecord(3, ["a", "b", "e"], [[0, 1, 2]], [], 0.0, "", True, positions=[1, 2, 5],
+                        kernels={0: "a__b__e"}, choices={0: "fused: KFUSE_PROFIT=off"})
+    fused = {"seconds": 1.0, "first_call": 1, "flushes": [
+        FlushRecord(1, ["c"], [[0]], [], 0.0, "", True, positions=[3]),
+        FlushRecord(2, ["d"], [[0]], [], 0.0, "", True, positions=[4]), group], "launches": [
+        ("c", 0.5, False, 3, 1), ("d", 0.5, False, 4, 2), ("a__b__e", 0.012, True, 5, 3)]}
+    (row,) = measure._group_rows({"eager": [eager], "uo": [fused], "o": [fused]}, [("uo", "none"), ("o", "all")], 1,
+                                 [])
+    assert row["unfused_from"] == "the same calls eager" and abs(row["unfused_ms"] - 13.0) < 1e-9
+    assert abs(row["speedup_o"] - 13.0 / 12.0) < 1e-12
+
+
+def test_flush_records_keep_each_calls_place_in_the_program_traced_and_rerun():
+    """A flush runs what the host access depends on: the places of its calls are the program's, in a row or not,
+    and a rerun of the flush (kfuse/rerun.py) records the places of its own calls."""
+    rt = context.current()
+    seen = []
+    with pk.fusion():
+        a, b, c = fresh_views()
+        for _ in range(5):
+            first = rt.calls_made + 1
+            pk.parallel_for(N, pf_add, a=a, b=b)  # first
+            pk.parallel_for(N, pf_scale, s=2.0, a=b, c=c)  # first + 1: only c's flush needs it
+            pk.parallel_for(N, pf_add, a=a, b=b)  # first + 2
+            float(a[0])
+            float(c[0])
+            seen.append((first, rt.records[-2].how, rt.records[-2].positions, rt.records[-1].positions))
+    for first, _, of_a, of_c in seen:
+        assert of_a == [first, first + 2] and of_c == [first + 1], seen
+    assert "rerun" in {how for _, how, _, _ in seen}, seen
 
 
 def test_processes_deciding_the_same_group_at_once_leave_a_whole_decision(tmp_path):

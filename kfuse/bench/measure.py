@@ -241,20 +241,21 @@ def _traced_places(trace_runs: list) -> list:
         launched, at = _by_flush(run), {}
         for rec in run["flushes"]:
             ran = launched.get(rec.number, [])
-            if rec.first_call is None or [name for name, _ in ran] != rec.call_names:
+            if rec.positions is None or [name for name, _ in ran] != rec.call_names:
                 continue
-            start = rec.first_call - run["first_call"]
-            at.update((start + k, entry) for k, entry in enumerate(ran))
+            at.update((p - run["first_call"], entry) for p, entry in zip(rec.positions, ran) if p is not None)
         places.append(at)
     return places
 
 
 def _occurrences(runs: list, launched: list, kernel: str, eager_places: list) -> list:
     """(its members' eager seconds at exactly its calls, its fused launch's seconds) per occurrence of a fused group in
-    ``runs`` (``launched``: each run's ``_by_flush``). A flush's calls are the program's next calls in a row from its
-    ``first_call`` (``Runtime.calls_made``), so its k-th call is the eager run's call at that place (same repeat,
+    ``runs`` (``launched``: each run's ``_by_flush``). A flush record keeps each call's place in the program
+    (``positions``, ``Runtime.calls_made``), so its k-th call is the eager run's call at that place (same repeat,
     places counted from the run's start, ``_eager_places``; the names must agree, else the occurrence is left out);
-    its fused launch is the one of that name in its flush. A kernel's time changes from step to step (ExaMiniMD's force
+    its fused launch is the one of that name in its flush. The places need not be in a row: a flush runs only what
+    its host access depends on (ExaMiniMD's setup reads two energies before the virial, so the force kernels run
+    in the virial's flush, after both). A kernel's time changes from step to step (ExaMiniMD's force
     loop doubles over 40 steps as the atoms leave their lattice), and one fused kernel may serve groups of several
     sizes, so each side is taken at the same occurrences."""
     pairs = []
@@ -265,10 +266,10 @@ def _occurrences(runs: list, launched: list, kernel: str, eager_places: list) ->
                 if len(g) < 2 or rec.apart(g) or rec.kernels.get(g[0]) != kernel:
                     continue
                 seconds = next(fused, None)
-                if rec.first_call is None or seconds is None:
+                if rec.positions is None or seconds is None:
                     continue
-                start = rec.first_call - run["first_call"]
-                found = [at.get(start + i) for i in g]
+                found = [at.get(rec.positions[i] - run["first_call"]) if rec.positions[i] is not None else None
+                         for i in g]
                 if all(f is not None and f[0] == rec.call_names[i] for f, i in zip(found, g)):
                     pairs.append((sum(f[1] for f in found), seconds))
     return pairs

@@ -21,8 +21,9 @@ class FlushRecord:
     parts: dict = field(default_factory=dict)  # first call of a horizontal group -> its calls per part
     provisional: set = field(default_factory=set)  # first calls of groups whose run decides nothing yet (a timing
     # trial, or apart only until the fused kernel's compile is repaid)
-    first_call: int | None = None  # the place of its first call among the program's kernel calls: its calls are
-    # the next ones in a row (Runtime.calls_made; kfuse/bench/measure.py pairs them with the same calls eager)
+    positions: list | None = None  # each call's place among the program's kernel calls (Runtime.calls_made; None
+    # where unknown): a partition's calls need not be the program's next ones in a row, since a flush runs only what
+    # the host access depends on (kfuse/bench/measure.py pairs them with the same calls eager)
 
     @property
     def fused_names(self) -> list:
@@ -71,20 +72,20 @@ def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecor
     rec = FlushRecord(rt.flush_count, [c.prepared.name for c in calls], [list(g) for g in plan.groups],
                       list(plan.boundaries), seconds, how, fused,
                       parts={plan.groups[n][0]: sizes for n, sizes in plan.parts.items()},
-                      first_call=calls[0].position if calls else None)
+                      positions=[c.position for c in calls])
     rt.records.append(rec)
     if rt.record_sink is not None:
         rt.record_sink.append(rec)
     return rec
 
 
-def rerun(rt, kept: FlushRecord, first_call: int | None) -> FlushRecord:
-    """The account of a flush rerun from ``kept``, the record of the flush it repeats (kfuse/rerun.py), whose first
-    call was the program's ``first_call``."""
+def rerun(rt, kept: FlushRecord, positions: list) -> FlushRecord:
+    """The account of a flush rerun from ``kept``, the record of the flush it repeats (kfuse/rerun.py), whose calls
+    were the program's ``positions``."""
     rt.flush_count += 1
     rec = FlushRecord(rt.flush_count, kept.call_names, kept.groups, kept.boundaries, 0.0, "rerun", kept.fused,
                       dict(kept.kernels), [], dict(kept.unstored), dict(kept.choices), dict(kept.parts),
-                      first_call=first_call)
+                      positions=positions)
     rt.records.append(rec)
     if rt.record_sink is not None:
         rt.record_sink.append(rec)
