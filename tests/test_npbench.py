@@ -123,6 +123,23 @@ def test_mvt(fused):
 
 
 @MODES
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 130])
+def test_mvt_gpu_shapes(fused, n):
+    """The team-per-row and block-of-rows kernels at sizes around the block (BLOCK_ROWS = 64): a last, short
+    block, a single block, one row."""
+    rng = np.random.default_rng(n)
+    inputs = {"A": rng.random((n, n)), "x1": rng.random(n), "x2": rng.random(n), "y1": rng.random(n),
+              "y2": rng.random(n)}
+    if fused:
+        with pk.fusion():
+            got = mvt.run_kfuse_gpu(**inputs)
+    else:
+        got = mvt.run_kfuse_gpu(**inputs)
+    for g, want in zip(got, ref_mvt(**inputs)):
+        assert_close(g, want)
+
+
+@MODES
 def test_syrk(fused):
     inputs = syrk.initialize("small")
     A, C, alpha, beta = inputs["A"], inputs["C"], inputs["alpha"], inputs["beta"]

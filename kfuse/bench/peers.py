@@ -4,9 +4,9 @@ same data, one process.
 Workloads (issue 17): the NSTREAM loop, BabelStream, the Gaussian log-likelihood chain (element-wise operations
 ending in a sum), GaussianNB's prediction and NPBench's mvt. kfuse runs the repository's own code for each
 (examples/nstream.py and babelstream.py's loops, benchmarks/bench_array_api.py's chain as array operations,
-examples/gaussian_nb_array.py's model, examples/npbench/mvt.py's kernels), fused and eager. The peers run one
-array-code version per workload, written once for any NumPy-like module ``xp`` (NPBench's NumPy mvt as it is): on
-a GPU space CuPy as it is, torch under ``torch.compile`` and JAX under ``jax.jit`` (float64), each when it is
+examples/gaussian_nb_array.py's model, examples/npbench/mvt.py's kernels, on a GPU its GPU-shaped ones), fused and
+eager. The peers run one array-code version per workload, written once for any NumPy-like module ``xp`` (NPBench's
+NumPy mvt as it is): on a GPU space CuPy as it is, torch under ``torch.compile`` and JAX under ``jax.jit`` (float64), each when it is
 installed and sees a GPU (else the JSON says why it is missing); on a host space NumPy. Every run ends with its
 results computed on the device (kfuse: ``pk.fence()``, which copies nothing back; peers: their synchronize).
 Median of ``repeat`` runs after a warm-up that compiles; kfuse's first run is checked against NumPy running
@@ -173,14 +173,20 @@ def _gaussian_nb(size):
 
 
 def _mvt(n):
-    mvt = subjects.import_example("examples.npbench.mvt", "add_matvec", "add_matvec_transposed")
+    """On a GPU the example's GPU-shaped kernels (a team per row; blocks of rows with atomics): the peers' BLAS
+    products are shaped for the card too. On the host, NPBench's thread per entry."""
+    mvt = subjects.import_example("examples.npbench.mvt", "add_matvec", "add_matvec_transposed", "mvt_gpu")
     rng = np.random.default_rng(11)
     arrays = (rng.random((n, n)), rng.random(n), rng.random(n), rng.random(n), rng.random(n))
     A, x1, x2, y1, y2 = (pk.array(a.copy()) for a in arrays)
+    on_gpu = spaces.on_device(pk.get_default_space().value)
 
     def go():
-        pk.parallel_for(n, mvt.add_matvec, x=x1, A=A, y=y1, n=n)
-        pk.parallel_for(n, mvt.add_matvec_transposed, x=x2, A=A, y=y2, n=n)
+        if on_gpu:
+            mvt.mvt_gpu(A, x1, x2, y1, y2, n)
+        else:
+            pk.parallel_for(n, mvt.add_matvec, x=x1, A=A, y=y1, n=n)
+            pk.parallel_for(n, mvt.add_matvec_transposed, x=x2, A=A, y=y2, n=n)
         return x1, x2
     return go, arrays
 
