@@ -4,6 +4,10 @@ mode's median and minimum microseconds a run, the fused/eager ratio and how the 
 ``--parts``, the time a run spends in the rerun's matching and launching and in kernel launches.
 
     KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_subject_loop.py jacobi_1d_statements [--runs 300] [--parts]
+        [--force untraced|rerun]
+
+``--force`` makes a repeated flush's trial (kfuse/untraced.py) decide that way, by halving the timings of that side
+before they are compared: each way's steady cost, whatever the trial would pick.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import statistics
 import time
 
 import kfuse as pk
-from kfuse import context, engine, rerun
+from kfuse import context, engine, rerun, untraced
 from kfuse.bench import measure, subjects
 from kfuse.runtime import launch
 
@@ -32,13 +36,24 @@ def _timed(owner, name: str) -> None:
     setattr(owner, name, timed)
 
 
+def _force(want_untraced: bool) -> None:
+    timed = untraced.timed
+
+    def scaled(trial, untraced_run, seconds, trials, steps=1):
+        return timed(trial, untraced_run, seconds * (0.5 if untraced_run == want_untraced else 1.0), trials, steps)
+    untraced.timed = scaled
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("subject")
     parser.add_argument("--size", default="medium")
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--force", choices=("untraced", "rerun"))
     args = parser.parse_args()
+    if args.force:
+        _force(args.force == "untraced")
     if args.parts:
         for owner, name in ((rerun.Rerun, "take"), (rerun.Rerun, "run"), (launch.CompiledKernel, "launch")):
             _timed(owner, name)

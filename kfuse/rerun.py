@@ -351,12 +351,14 @@ class Rerun:
             trial = template.trial
             if trial is None or not untraced.runs_untraced(trial, trials):
                 continue
-            unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}
-            if not all(kernel_ready(prepared) for prepared in unloaded.values()):
-                trial.untraced = False  # running it untraced would compile its calls' kernels: rerun it is
-                continue
-            for prepared in unloaded.values():
-                kernel_of(prepared)  # from the compile cache, before the timing starts
+            if trial.untraced is None:  # a timing: every kernel loaded before the clock starts (decided, a call
+                # whose kernel was unloaded ends the repetition and goes the ordinary way, which loads it)
+                unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}
+                if not all(kernel_ready(prepared) for prepared in unloaded.values()):
+                    trial.untraced = False  # running it untraced would compile its calls' kernels: rerun it is
+                    continue
+                for prepared in unloaded.values():
+                    kernel_of(prepared)  # from the compile cache, before the timing starts
             self.untraced = _Untraced(template, rt.profit.clock())
             result = self._run_untraced(rt, op, args, kwargs)
             if result is not MISS:
@@ -390,14 +392,16 @@ class Rerun:
         run.next += 1
         if run.next == len(template.steps):
             self.untraced = None
-            self._timed(rt, template, True, rt.profit.clock() - run.start)
+            if template.trial.untraced:
+                untraced.ran_untraced(template.trial)
+            else:
+                self._timed(rt, template, True, rt.profit.clock() - run.start)
         return None if op == "for" else done(prepared.spec.accs[0], results[0])
 
     def _timed(self, rt, template: Template, untraced_run: bool, seconds: float) -> None:
         """A repetition of ``template`` ended, rerun or untraced, in ``seconds``: a timing while its trial lasts
-        (the GPU's work awaited, so both sides count their kernels). Decided untraced, the template goes and its
-        kernels run untraced as those of calls that keep running alone do (kfuse/untraced.py: no comparison, for
-        ``MAX_BACKOFF`` calls each), which costs least; explain() keeps the decision's record."""
+        (the GPU's work awaited, so both sides count their kernels). Decided untraced, its repetitions run untraced
+        as its timings did (kfuse/untraced.py); explain() keeps the decision's record."""
         trial = template.trial
         if trial.untraced is not None:
             return
@@ -405,7 +409,8 @@ class Rerun:
         start = clock()
         rt.backend.synchronize()
         rt.counts["profit_trials"] += 1
-        words = untraced.timed(trial, untraced_run, seconds + clock() - start, config.PROFIT_TRIALS.get())
+        words = untraced.timed(trial, untraced_run, seconds + clock() - start, config.PROFIT_TRIALS.get(),
+                               len(template.steps))
         if trial.untraced is not None:
             rt.counts["profit_decided"] += 1
         if not words:
@@ -416,9 +421,6 @@ class Rerun:
         rt.records.append(record)
         if rt.record_sink is not None:
             rt.record_sink.append(record)
-        for step in template.steps:
-            untraced.run_untraced(rt.streaks, step.prepared)
-        self._drop(template)
 
     def _drop(self, template: Template) -> None:
         """No more reruns of ``template`` (its first workunit's calls then cost no look while none is left)."""

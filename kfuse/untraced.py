@@ -22,9 +22,11 @@ are rerun (calls counted, the kept fused kernels launched at the host access) or
 at once, as it is made), in the order rerun, untraced, untraced, rerun, ... (``runs_untraced``), each timed from
 the first call to the end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings (``Trial``). The
 best of each side decides for that flush: a loop of tiny kernels, where counting calls and checking Views costs
-more than fusing saves, then runs as with fusion off --
-the template goes, and its kernels run untraced as above for ``MAX_BACKOFF`` calls each (``run_untraced``), the
-cheapest way (no comparison per call), after which they are traced again.
+more than fusing saves, then runs as with fusion off, each repetition the way its untraced timings ran (each call
+compared with the template's step and launched at once with the kept arguments, no binding), for ``MAX_BACKOFF``
+calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a streak's call is bound
+as an eager one is, which the trial did not time (jacobi_1d_statements, 40 lone stencil calls a run, 2 threads:
+1.08x eager that way, where the trial had measured the template's way faster than rerun).
 """
 from __future__ import annotations
 
@@ -78,18 +80,23 @@ def after_flush(streaks: dict, calls: list, record, judged: bool = False) -> Non
 
 @dataclass
 class Trial:
-    """A repeated flush's timings rerun (``traced_s``) and untraced (``untraced_s``), and the decision once made
-    (``untraced``: True, False; None while timing)."""
+    """A repeated flush's timings rerun (``traced_s``) and untraced (``untraced_s``), the decision once made
+    (``untraced``: True, False; None while timing), and decided untraced, the repetitions left before it is timed
+    again (``left``)."""
 
     traced_s: list = field(default_factory=list)
     untraced_s: list = field(default_factory=list)
     untraced: bool | None = None
+    left: int = 0
 
 
-def run_untraced(streaks: dict, prepared) -> None:
-    """A repeated flush measured faster untraced (``Trial``): its kernels run untraced for ``MAX_BACKOFF`` calls."""
-    streak = _streak(streaks, prepared)
-    streak.alone, streak.flushes, streak.left = 0, 0, MAX_BACKOFF
+def ran_untraced(trial: Trial) -> None:
+    """One repetition of a flush decided untraced ran; after the last of ``left``, the flush is timed again."""
+    trial.left -= 1
+    if trial.left <= 0:
+        trial.traced_s.clear()
+        trial.untraced_s.clear()
+        trial.untraced = None
 
 
 def _streak(streaks: dict, prepared) -> Streak:
@@ -100,16 +107,18 @@ def _streak(streaks: dict, prepared) -> Streak:
 
 
 def runs_untraced(trial: Trial, trials: int) -> bool:
-    """Whether the next repetition is an untraced timing: rerun, untraced, untraced, rerun, and so on, in the order
-    of the profitability trials (fuser/profit.py ``first_side_next``, rerun the first side). Once decided untraced,
-    the template is gone: its kernels run untraced by their streaks (``run_untraced``)."""
+    """Whether the next repetition runs untraced: decided so, or an untraced timing in the order rerun, untraced,
+    untraced, rerun, and so on, as the profitability trials (fuser/profit.py ``first_side_next``, rerun the first
+    side)."""
+    if trial.untraced is not None:
+        return trial.untraced
     trials = max(1, trials)
-    return trial.untraced is None and len(trial.untraced_s) < trials and \
-        not first_side_next(len(trial.traced_s), len(trial.untraced_s), trials)
+    return len(trial.untraced_s) < trials and not first_side_next(len(trial.traced_s), len(trial.untraced_s), trials)
 
 
-def timed(trial: Trial, untraced: bool, seconds: float, trials: int) -> str | None:
-    """Record one timed repetition; explain()'s words for the decision when this one completed the timings."""
+def timed(trial: Trial, untraced: bool, seconds: float, trials: int, steps: int = 1) -> str | None:
+    """Record one timed repetition of a flush of ``steps`` calls; explain()'s words for the decision when this one
+    completed the timings."""
     trials = max(1, trials)
     side = trial.untraced_s if untraced else trial.traced_s
     if len(side) < trials:
@@ -119,6 +128,7 @@ def timed(trial: Trial, untraced: bool, seconds: float, trials: int) -> str | No
     traced, alone = min(trial.traced_s), min(trial.untraced_s)
     trial.untraced = alone < traced
     if trial.untraced:
+        trial.left = max(1, MAX_BACKOFF // max(1, steps))
         return (f"unfused: run untraced, measured {traced / alone:.2f}x faster than tracing and fusing (best of "
                 f"{trials} repetition(s) each way)")
     return None

@@ -110,6 +110,23 @@ def test_a_kernel_slower_fused_runs_apart_whatever_the_launches_saved():
     assert profit.decided(1.0, 1.6, 3, "measured", None, 0.30).fused  # a kernel without a timer: wall time alone
 
 
+def test_three_trials_each_run_in_the_thue_morse_order_so_a_warming_process_keeps_a_tie_fused():
+    """Each side meets both kinds of a repetition whose cost alternates, and fused has the first and the last timing:
+    a process that gets faster as it warms up (equal costs, each timing faster than the one before) stays fused,
+    where the order fused, apart, apart, fused, fused, apart gave apart the last, best timing."""
+    entry = profit.Entry()
+    always = lambda runs: (True, "fused: model")  # noqa: E731
+    sides = []
+    for seconds in (6.0, 5.0, 4.0, 3.0, 2.0, 1.0):
+        choice = profit.choose(entry, "measure", 3, always)
+        sides.append(choice.fused)
+        decision = profit.timed(entry, choice.fused, seconds, 3, seconds)
+    assert sides == [True, False, False, True, False, True]
+    assert decision.fused
+    period_two = [k % 2 for k, fused in enumerate(sides) if fused]
+    assert sorted(set(period_two)) == [0, 1]  # fused met both kinds of step (so did apart: the rest)
+
+
 def test_each_side_decides_by_its_best_kernel_time_and_an_untimed_one_leaves_wall_time_alone():
     entry = profit.Entry()
     always = lambda runs: (True, "fused: model")  # noqa: E731

@@ -185,19 +185,30 @@ def test_a_repetition_cheaper_rerun_keeps_being_rerun(measured):
     assert "run untraced" not in text
 
 
-def test_after_the_decision_the_kernels_run_untraced_whatever_the_calls_pass(measured):
-    def program():  # after the decision, steps change their scalar, then their Views' shape
-        seen = list(time_steps(14, dt=lambda step: 0.5 if step < 11 else 0.25)[0])
-        x, v = view_of(np.ones(N + 1)), view_of(np.ones(N + 1))
-        pk.parallel_for(N, push, dt=0.5, x=x, v=v)
-        pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
-        return seen, x.copy(), v.copy()
+def test_after_the_decision_repetitions_run_untraced_and_other_calls_go_the_ordinary_way(measured):
+    """Decided untraced, each repetition runs as the timings did (every call compared with the template and launched
+    at once: counted untraced, none traced); a step that passes another scalar is no repetition and is traced."""
+    runs = []  # per run of the program: step -> (calls traced, calls untraced) as the step began
 
-    expected, got, stats, _ = fused_under(lambda: costed_clock(10.0), program)
+    def program():
+        marks = {}
+        runs.append(marks)
+
+        def dt(step):
+            stats = pk.stats()
+            marks.setdefault(step, (stats["ops_traced"], stats["calls_untraced"]))
+            return 0.5 if step < 12 else 0.25
+        return time_steps(14, dt=dt)
+
+    expected, got, stats, text = fused_under(lambda: costed_clock(10.0), program)
     assert_same(expected, got)
-    # traced: steps 1-6 and 8; untraced: 7 and 9 (timings), then every call (the kernels' streaks, untraced.py)
-    assert stats["ops_traced"] == 3 * 7 and stats["calls_untraced"] == 3 * 7 + 2, stats
-    assert not context.current().rerun.templates  # the decided template is gone
+    fused = runs[1]
+    per_step = [(fused[k + 1][0] - fused[k][0], fused[k + 1][1] - fused[k][1]) for k in range(13)]
+    assert "run untraced" in text and stats["profit_decided"] >= 1
+    assert per_step[6:9] == [(0, 3), (0, 3), (3, 0)], per_step  # timings: untraced, untraced, rerun (2 trials)
+    assert per_step[9:12] == [(0, 3)] * 3, per_step  # steps 9-11: decided, untraced repetitions
+    assert per_step[12] == (3, 0), per_step  # step 12 (dt 0.25): traced
+    assert context.current().rerun.templates  # the decided template stays
 
 
 def test_a_call_that_leaves_an_untraced_timing_goes_the_ordinary_way(measured):
@@ -224,6 +235,22 @@ def test_a_trial_goes_rerun_untraced_untraced_rerun_keeps_its_timings_bounded_an
     for side in (False, True):
         untraced.timed(tie, side, 1.0, 1)
     assert tie.untraced is False  # a tie keeps fusion
+    warming = untraced.Trial()  # equal costs, each repetition faster than the one before: rerun keeps the last
+    for seconds in (6.0, 5.0, 4.0, 3.0, 2.0, 1.0):
+        untraced.timed(warming, untraced.runs_untraced(warming, 3), seconds, 3)
+    assert warming.untraced is False and min(warming.traced_s) == 1.0
+
+
+def test_a_flush_decided_untraced_is_timed_again_after_its_repetitions():
+    trial = untraced.Trial()
+    for side, seconds in ((False, 2.0), (True, 1.0)):
+        untraced.timed(trial, side, seconds, 1, steps=untraced.MAX_BACKOFF // 4)
+    assert trial.untraced and trial.left == 4
+    for _ in range(3):
+        untraced.ran_untraced(trial)
+        assert trial.untraced and untraced.runs_untraced(trial, 1)
+    untraced.ran_untraced(trial)
+    assert trial.untraced is None and not trial.traced_s and not trial.untraced_s  # timed again from scratch
 
 
 def random_loop(body: list, times: int, fresh: bool, fence: bool):

@@ -21,7 +21,8 @@ from .. import config
 from .root import cache_root, using_cache
 from .trust import MISSING, problem as trust_problem, warn, write_private
 
-FORMAT = 3  # 2 kept kernel times; 3: trials in the order fused, apart, apart, fused (plain alternation could be biased)
+FORMAT = 4  # 2 kept kernel times; 3: trials in the order fused, apart, apart, fused (plain alternation could be
+#            biased); 4: in the Thue-Morse order (the last trial was apart's, which a warming process favoured)
 _FIELDS = {"fused": (bool,), "fused_s": (float,), "apart_s": (float,), "fused_k": (float, type(None)),
            "apart_k": (float, type(None)), "trials": (int,)}
 
