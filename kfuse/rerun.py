@@ -72,6 +72,7 @@ class Step:
     positions: tuple  # ((argument position, slot), ...) of its Views
     site: str
     host: bool  # runs off the GPU: its Views' contents are no longer known (views.constant)
+    slots: tuple  # the bound policy's slots of the argument buffer (runtime/launch.py policy_slots)
 
 
 @dataclass(frozen=True)
@@ -220,10 +221,12 @@ def _slots_of(head: tuple, made: list):
 class _Untraced:
     """A repetition of a template being run untraced: the next step, and the clock at its first call."""
 
-    __slots__ = ("template", "next", "start")
+    __slots__ = ("template", "next", "start", "equal")
 
     def __init__(self, template: Template, start: float):
         self.template, self.next, self.start = template, 0, start
+        self.equal = (None, None)  # the last policy given that equals a step's, and that step's (a loop's calls
+        # pass one policy object, compared once)
 
 
 def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
@@ -235,10 +238,16 @@ def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
         if slot < 0:
             if got is not want and not _same_scalar(got, want):
                 return None
-        elif type(got) is not _View or (got.sig, got.shape, got.strides) != kinds[slot] \
-                or views_of.setdefault(slot, got) is not got:
+            continue
+        if type(got) is not _View:
             return None
-    return _args_with(step, views_of)
+        sig, shape, strides = kinds[slot]
+        if got.sig != sig or got.shape != shape or got.strides != strides or views_of.setdefault(slot, got) is not got:
+            return None
+    args = list(step.args)
+    for position, slot in step.positions:
+        args[position] = views_of[slot]
+    return tuple(args)
 
 
 def _args_with(step: Step, views) -> tuple:
@@ -374,7 +383,9 @@ class Rerun:
         call_args = None
         if workunit is step.workunit and op == step.op and len(kwargs) == len(step.kwargs) and not rt.failures \
                 and not rt.logged.entries and rt.batch is None and step.prepared.kernel is not None and (
-                policy is step.policy or type(policy) is type(step.policy) and policy == step.policy):
+                policy is step.policy or run.equal[0] is policy and run.equal[1] is step.policy
+                or type(policy) is type(step.policy) and policy == step.policy):
+            run.equal = (policy, step.policy)
             call_args = _untraced_args(step, kwargs, template.kinds)
         if call_args is None:
             self.untraced = None
@@ -384,7 +395,7 @@ class Rerun:
             views.touched([call_args[i] for i, _ in step.positions])
         prepared.backend.enter_thread()
         try:
-            results = prepared.kernel.launch(policy_slots(step.bound_policy), call_args)
+            results = prepared.kernel.launch(step.slots, call_args)
         except BaseException:
             self.untraced = None
             raise
@@ -601,7 +612,7 @@ def _step(call: KernelCall, slot_of: dict) -> Step:
     form = tuple((name, None, slot_of[id(value)]) if type(value) is _View else (name, value, -1)
                  for name, value in kwargs.items())
     return Step(op, workunit, policy, form, prepared, call.policy, tuple(args), positions, call.site,
-                runs_off_gpu(prepared.backend, prepared.spec.space))
+                runs_off_gpu(prepared.backend, prepared.spec.space), policy_slots(call.policy))
 
 
 def _with_result(call: KernelCall, future) -> KernelCall:
