@@ -144,7 +144,9 @@ def first_side_next(first: int, second: int, trials: int) -> bool:
     first and the last timing: a process's runs get faster as it warms up (jacobi_1d_statements' repeated flush:
     548, 554, 505, 492, 488, 468 us in order), so the side timed last had the best time by the trend alone, and
     the earlier order (first, second, second, first, first, second) ran that flush untraced, 1.04x eager, where
-    rerun runs it at 1.0x. A trend now favours the first side, the fused one, as a tie does."""
+    rerun runs it at 1.0x. A trend now favours the first side, the fused one, as a tie does, by at most the trend
+    between two timings. (Comparing each second-side timing with the first side's interpolated around it would
+    cancel a trend but not an alternation: with steps of two costs, the median compared a dear step with cheap ones.)"""
     if second >= trials:
         return True
     if first >= trials:
