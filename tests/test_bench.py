@@ -82,6 +82,27 @@ def test_bench_skips_unknown_subject_with_reason(tmp_path):
     assert "no_such_subject" in data["skipped"]["no_such_subject"]
 
 
+def test_a_bench_cut_short_keeps_the_subjects_it_measured(tmp_path, monkeypatch):
+    """A time limit that stops the bench in its second subject leaves the first one's results in the JSON, whole,
+    for ``--merge`` with a run of the rest."""
+    from kfuse.bench import __main__ as bench, measure
+
+    out_json = tmp_path / "bench.json"
+    measured = measure.measure
+
+    def second_times_out(subject, size, repeat):
+        if subject.name == "nstream":
+            raise KeyboardInterrupt  # what a SIGINT from a time limit raises
+        return measured(subject, size, repeat)
+
+    monkeypatch.setattr(measure, "measure", second_times_out)
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(["--smoke", "--subjects", "mvt,nstream", "--compile-subject", "none", "--json", str(out_json)])
+    data = json.loads(out_json.read_text())
+    assert list(data["subjects"]) == ["mvt"] and data["subjects"]["mvt"]["groups"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json"]  # no partial file left
+
+
 def test_demo_validates_and_exits_zero():
     proc = _run("-m", "kfuse.demo")
     lines = [ln for ln in proc.stdout.splitlines() if ln.rstrip().endswith(("PASS", "FAIL"))]

@@ -57,6 +57,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         data["subjects"][name] = measure.measure(subject, size, repeat)
         measure.log(f"{name} done in {time.perf_counter() - t0:.1f} s")
+        if args.json:  # after each subject: a run cut short (a time limit) keeps what it measured, for --merge
+            report.write_json({**data, "bench_seconds": time.perf_counter() - start}, args.json)
     if args.compile_subject != "none":
         data["compile"] = measure.compile_times(args.compile_subject, "smoke" if args.smoke else "small")
     data["bench_seconds"] = time.perf_counter() - start

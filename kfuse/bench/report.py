@@ -133,8 +133,11 @@ def markdown(data: dict) -> str:
 
 
 def write_json(data: dict, path: str) -> None:
-    with open(path, "w") as fh:
+    """Written whole or not at all (a run killed while writing keeps the file it had)."""
+    partial = f"{path}.partial"
+    with open(partial, "w") as fh:
         json.dump(data, fh, indent=1, default=str)
+    os.replace(partial, path)
 
 
 def plot(data: dict, path: str) -> None:
