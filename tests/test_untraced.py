@@ -205,7 +205,7 @@ def test_after_the_decision_repetitions_run_untraced_and_other_calls_go_the_ordi
     fused = runs[1]
     per_step = [(fused[k + 1][0] - fused[k][0], fused[k + 1][1] - fused[k][1]) for k in range(13)]
     assert "run untraced" in text and stats["profit_decided"] >= 1
-    assert per_step[6:9] == [(0, 3), (0, 3), (3, 0)], per_step  # timings: untraced, untraced, rerun (2 trials)
+    assert per_step[5:9] == [(0, 3), (3, 0), (3, 0), (0, 3)], per_step  # timings: untraced, rerun, rerun, untraced
     assert per_step[9:12] == [(0, 3)] * 3, per_step  # steps 9-11: decided, untraced repetitions
     assert per_step[12] == (3, 0), per_step  # step 12 (dt 0.25): traced
     assert context.current().rerun.templates  # the decided template stays
@@ -220,25 +220,28 @@ def test_a_call_that_leaves_an_untraced_timing_goes_the_ordinary_way(measured):
     assert stats["profit_decided"] == 2 and stats["calls_untraced"] > 0, stats
 
 
-def test_a_trial_goes_rerun_untraced_untraced_rerun_keeps_its_timings_bounded_and_decides_once():
+def test_a_trial_goes_untraced_rerun_rerun_untraced_keeps_its_timings_bounded_and_decides_once():
     trial = untraced.Trial()
     sides = []
-    for seconds in (3.0, 1.0, 1.5, 2.0):  # rerun, untraced, untraced, rerun
+    for seconds in (1.0, 3.0, 2.0, 1.5):  # untraced, rerun, rerun, untraced
         side = untraced.runs_untraced(trial, 2)
         sides.append(side)
         words = untraced.timed(trial, side, seconds, 2)
-    assert sides == [False, True, True, False]  # each side meets both kinds of a repetition of period 2
+    assert sides == [True, False, False, True]  # each side meets both kinds of a repetition of period 2
     assert trial.untraced and words == ("unfused: run untraced, measured 2.00x faster than tracing and fusing (best "
                                         "of 2 repetition(s) each way)")
     assert untraced.timed(trial, False, 0.1, 2) is None and len(trial.traced_s) == 2 and trial.untraced
     tie = untraced.Trial()
-    for side in (False, True):
+    for side in (True, False):
         untraced.timed(tie, side, 1.0, 1)
     assert tie.untraced is False  # a tie keeps fusion
-    warming = untraced.Trial()  # equal costs, each repetition faster than the one before: rerun keeps the last
+    warming = untraced.Trial()  # equal costs, each repetition faster than the one before: untraced has the last
+    sides = []
     for seconds in (6.0, 5.0, 4.0, 3.0, 2.0, 1.0):
-        untraced.timed(warming, untraced.runs_untraced(warming, 3), seconds, 3)
-    assert warming.untraced is False and min(warming.traced_s) == 1.0
+        sides.append(untraced.runs_untraced(warming, 3))
+        untraced.timed(warming, sides[-1], seconds, 3)
+    assert sides == [True, False, False, True, False, True]
+    assert warming.untraced is True and min(warming.untraced_s) == 1.0
 
 
 def test_a_flush_decided_untraced_is_timed_again_after_its_repetitions():
