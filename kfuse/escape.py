@@ -118,6 +118,7 @@ def _bounds(array: np.ndarray) -> tuple:
 def export(array: np.ndarray) -> np.ndarray:
     """An array sharing ``array``'s memory, handed to the user: the memory is escaped while it (or
     anything derived from it) is alive. The caller has already run the barrier for a write."""
+    _purge()  # (with fusion off nothing else asks: the dead entries of an eager loop's Views piled up)
     lo, hi = _bounds(array)
     if lo == hi:
         return array
@@ -131,6 +132,7 @@ def export(array: np.ndarray) -> np.ndarray:
 def adopt(base: np.ndarray) -> np.ndarray:
     """The array a View keeps for a user's array ``base`` (``pk.array``): same memory, held through one
     alias, so the user's own references to it (or to the arrays it is a view of) can be counted."""
+    _purge()
     alias = Alias(base)
     chain = [base]
     while isinstance(chain[-1], np.ndarray) and chain[-1].base is not None:
