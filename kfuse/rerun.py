@@ -292,8 +292,10 @@ class Rerun:
             return self._run_untraced(rt, op, args, kwargs)
         matched = self.matched
         if matched:
-            alive, timing = self.alive, self.timing
+            alive, timing, start = self.alive, self.timing, 0.0
         else:
+            start = rt.profit.clock()  # a timed repetition's clock starts before its first call's look-ups, on both
+            # sides (rerun and untraced: each pays its own)
             listed = self.templates.get(id(args[1]))
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
@@ -303,7 +305,7 @@ class Rerun:
                 return MISS
             entries = rt.logged.entries
             if not entries and rt.batch is None:
-                result = self._start_untraced(rt, listed, op, args, kwargs)
+                result = self._start_untraced(rt, listed, op, args, kwargs, start)
                 if result is not MISS:
                     return result
             timing = any(t.trial is not None and t.trial.untraced is None for t in listed)
@@ -312,7 +314,6 @@ class Rerun:
                      if not match.escaped()]
         if rt.batch is not None:
             return MISS
-        start = rt.profit.clock() if timing else 0.0
         policy, workunit = args
         live = escape.live()  # escaped memory may appear between two calls (a new View over a held array)
         survivors = []
@@ -352,7 +353,7 @@ class Rerun:
             self.span = (self.span[0], rt.profit.clock())
         return result
 
-    def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict):
+    def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict, start: float):
         """Run the call as the first of an untraced repetition of a template of these settings (module docstring), if
         one is due."""
         trials = config.PROFIT_TRIALS.get()
@@ -360,15 +361,17 @@ class Rerun:
             trial = template.trial
             if trial is None or not untraced.runs_untraced(trial, trials):
                 continue
-            if trial.untraced is None:  # a timing: every kernel loaded before the clock starts (decided, a call
-                # whose kernel was unloaded ends the repetition and goes the ordinary way, which loads it)
+            if trial.untraced is None:  # a timing: every kernel loaded, then the clock starts again if that took
+                # any (decided, a call whose kernel was unloaded ends the repetition and goes the ordinary way)
                 unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}
                 if not all(kernel_ready(prepared) for prepared in unloaded.values()):
                     trial.untraced = False  # running it untraced would compile its calls' kernels: rerun it is
                     continue
                 for prepared in unloaded.values():
                     kernel_of(prepared)  # from the compile cache, before the timing starts
-            self.untraced = _Untraced(template, rt.profit.clock())
+                if unloaded:
+                    start = rt.profit.clock()
+            self.untraced = _Untraced(template, start)
             result = self._run_untraced(rt, op, args, kwargs)
             if result is not MISS:
                 return result
@@ -460,11 +463,11 @@ class Rerun:
     # --- running ---------------------------------------------------------------------------------
     def run(self, rt) -> None:
         """At a host access: launch a complete match's kernels, or make a partial one trace entries."""
+        start = rt.profit.clock()  # (a timed repetition counts its checks below too)
         match = next((m for m in self.alive if len(m.template.steps) == self.matched), None)
         if match is None or not match.valid(rt) or any(profit.repaid(entry) for entry in match.template.waiting):
             self.materialize(rt.logged)
             return
-        start = rt.profit.clock()
         template = match.template
         if match.new:
             match.adopt()
