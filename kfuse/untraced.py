@@ -39,6 +39,8 @@ FLUSHES = 2
 FIRST_BACKOFF = 16
 EVIDENCE = 64
 MAX_BACKOFF = 1 << 16
+CLOSE = 1.05  # a flush trial's two best times this close: more timings (timings_wanted)
+MORE = 3
 
 
 @dataclass
@@ -114,23 +116,35 @@ def runs_untraced(trial: Trial, trials: int) -> bool:
     the trial chose rerun, 0.93-0.98 untraced); a flush that gains by its fused kernels gains more than a trend."""
     if trial.untraced is not None:
         return trial.untraced
+    wanted = timings_wanted(trial, trials)
+    return len(trial.untraced_s) < wanted and first_side_next(len(trial.untraced_s), len(trial.traced_s), wanted)
+
+
+def timings_wanted(trial: Trial, trials: int) -> int:
+    """Timings each side needs: ``trials``, and while the two sides' best times are within ``CLOSE`` of each other,
+    up to ``MORE`` times as many. A repetition's time moves by 10-20% from one to the next (jacobi_1d, 2 threads:
+    13.8-20.4 ms), so three each could not tell an 8% difference (rerun 1.08x eager, chosen in 3 processes of 4);
+    a close call costs a few more repetitions, each run one of the two right ways."""
     trials = max(1, trials)
-    return len(trial.untraced_s) < trials and first_side_next(len(trial.untraced_s), len(trial.traced_s), trials)
+    if min(len(trial.traced_s), len(trial.untraced_s)) < trials:
+        return trials
+    traced, alone = min(trial.traced_s), min(trial.untraced_s)
+    return trials if max(traced, alone) > CLOSE * min(traced, alone) else MORE * trials
 
 
 def timed(trial: Trial, untraced: bool, seconds: float, trials: int, steps: int = 1) -> str | None:
     """Record one timed repetition of a flush of ``steps`` calls; explain()'s words for the decision when this one
     completed the timings."""
-    trials = max(1, trials)
     side = trial.untraced_s if untraced else trial.traced_s
-    if len(side) < trials:
+    if trial.untraced is None and len(side) < max(1, trials) * MORE:
         side.append(seconds)
-    if trial.untraced is not None or min(len(trial.traced_s), len(trial.untraced_s)) < trials:
+    wanted = timings_wanted(trial, trials)
+    if trial.untraced is not None or min(len(trial.traced_s), len(trial.untraced_s)) < wanted:
         return None
     traced, alone = min(trial.traced_s), min(trial.untraced_s)
     trial.untraced = alone < traced
     if trial.untraced:
         trial.left = max(1, MAX_BACKOFF // max(1, steps))
         return (f"unfused: run untraced, measured {traced / alone:.2f}x faster than tracing and fusing (best of "
-                f"{trials} repetition(s) each way)")
+                f"{len(trial.untraced_s)} repetition(s) each way)")
     return None

@@ -232,7 +232,7 @@ def test_a_trial_goes_untraced_rerun_rerun_untraced_keeps_its_timings_bounded_an
                                         "of 2 repetition(s) each way)")
     assert untraced.timed(trial, False, 0.1, 2) is None and len(trial.traced_s) == 2 and trial.untraced
     tie = untraced.Trial()
-    for side in (True, False):
+    for side in (True, False) * untraced.MORE:  # a tie is a close call: timed MORE times each
         untraced.timed(tie, side, 1.0, 1)
     assert tie.untraced is False  # a tie keeps fusion
     warming = untraced.Trial()  # equal costs, each repetition faster than the one before: untraced has the last
@@ -242,6 +242,27 @@ def test_a_trial_goes_untraced_rerun_rerun_untraced_keeps_its_timings_bounded_an
         untraced.timed(warming, sides[-1], seconds, 3)
     assert sides == [True, False, False, True, False, True]
     assert warming.untraced is True and min(warming.untraced_s) == 1.0
+
+
+def test_a_close_trial_times_more_repetitions_and_a_clear_one_does_not():
+    clear = untraced.Trial()
+    for seconds in (1.0, 2.0, 2.1, 1.1):  # untraced, rerun, rerun, untraced: untraced 2x faster
+        untraced.timed(clear, untraced.runs_untraced(clear, 2), seconds, 2)
+    assert clear.untraced is True and len(clear.untraced_s) == len(clear.traced_s) == 2
+    close = untraced.Trial()  # rerun 3% faster at two each: six each, then rerun, which kept its lead
+    times = {True: iter([1.03, 1.04, 1.05, 1.03, 1.04, 1.06]), False: iter([1.0, 1.02, 1.01, 1.0, 1.02, 1.01])}
+    sides = []
+    while close.untraced is None:
+        side = untraced.runs_untraced(close, 2)
+        sides.append(side)
+        untraced.timed(close, side, next(times[side]), 2)
+    assert close.untraced is False and sides.count(True) == sides.count(False) == 2 * untraced.MORE
+    assert sides[:4] == [True, False, False, True]
+    turned = untraced.Trial()  # close at two each; the next untraced timings pull clear: decided at three each
+    for side, seconds in ((True, 1.02), (False, 1.0), (False, 1.0), (True, 1.03), (False, 1.01), (True, 0.8)):
+        assert untraced.runs_untraced(turned, 2) is side
+        untraced.timed(turned, side, seconds, 2)
+    assert turned.untraced is True and len(turned.untraced_s) == 3
 
 
 def test_a_flush_decided_untraced_is_timed_again_after_its_repetitions():
