@@ -20,8 +20,8 @@ faster than eager, untraced 8% slower); a flush so judged counts for no streak (
 A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions
 are rerun (calls counted, the kept fused kernels launched at the host access) or run untraced (each call launched
 at once, as it is made), in the order untraced, rerun, rerun, untraced, ... (``runs_untraced``), each timed from
-the first call to the end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings (``Trial``). The
-best of each side decides for that flush: a loop of tiny kernels, where counting calls and checking Views costs
+the first call to the end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings, more when the two
+are close (``Trial``, ``timings_wanted``). The best of each side decides for that flush: a loop of tiny kernels, where counting calls and checking Views costs
 more than fusing saves, then runs as with fusion off, each repetition the way its untraced timings ran (each call
 compared with the template's step and launched at once with the kept arguments, no binding), for ``MAX_BACKOFF``
 calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a streak's call is bound
@@ -123,8 +123,9 @@ def runs_untraced(trial: Trial, trials: int) -> bool:
 def timings_wanted(trial: Trial, trials: int) -> int:
     """Timings each side needs: ``trials``, and while the two sides' best times are within ``CLOSE`` of each other,
     up to ``MORE`` times as many. A repetition's time moves by 10-20% from one to the next (jacobi_1d, 2 threads:
-    13.8-20.4 ms), so three each could not tell an 8% difference (rerun 1.08x eager, chosen in 3 processes of 4);
-    a close call costs a few more repetitions, each run one of the two right ways."""
+    13.8-20.4 ms), so three each could not reliably tell an 8% difference (its rerun, 1.08x eager, lost to untraced
+    in 2 processes of 3 under load); a close call costs a few more repetitions, each run one of the two right
+    ways."""
     trials = max(1, trials)
     if min(len(trial.traced_s), len(trial.untraced_s)) < trials:
         return trials
