@@ -120,8 +120,8 @@ PROFIT = Setting(
     _profit_mode)
 PROFIT_TRIALS = Setting(
     "KFUSE_PROFIT_TRIALS", "3", "Occurrences of a group timed each way (fused, members apart, alternately) before "
-    "KFUSE_PROFIT=measure decides, and repetitions of a repeated flush (rerun, untraced; up to three times as many "
-    "while the two are within 5%); the best time of each side is compared.", False, int)
+    "KFUSE_PROFIT=measure decides, and repetitions of a repeated flush (rerun, untraced); up to three times as many "
+    "while the two are within 5%. The best time of each side is compared.", False, int)
 MAX_LOADED_KERNELS = Setting(
     "KFUSE_MAX_LOADED_KERNELS", "1024", "Kernel libraries kept loaded; loading one more unloads the least recently "
     "launched, which loads again at its next launch (each library costs about 5 of the process's ~65,000 memory "

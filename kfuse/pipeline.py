@@ -301,8 +301,8 @@ def _timed(rt, choice, fused: bool, seconds: float, kernel_seconds: float | None
     counters.bump("profit_decided")
     if entry.stored_as:
         try:
-            decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s), max(1, trials),
-                           *profit.best_kernel_times(entry))
+            decisions.save(entry.stored_as, decision.fused, min(entry.fused_s), min(entry.apart_s),
+                           min(len(entry.fused_s), len(entry.apart_s)), *profit.best_kernel_times(entry))
         except KfuseError as exc:  # the cache folder failed and may not be replaced: the decision stays in memory
             record.notes.append(f"profitability decision not kept across processes: {_first_line(exc)}")
 

@@ -32,15 +32,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .fuser.profit import first_side_next
+from .fuser.profit import MORE, first_side_next, timings_wanted as profit_wanted
 
 STREAK = 3
 FLUSHES = 2
 FIRST_BACKOFF = 16
 EVIDENCE = 64
 MAX_BACKOFF = 1 << 16
-CLOSE = 1.05  # a flush trial's two best times this close: more timings (timings_wanted)
-MORE = 3
 
 
 @dataclass
@@ -121,16 +119,8 @@ def runs_untraced(trial: Trial, trials: int) -> bool:
 
 
 def timings_wanted(trial: Trial, trials: int) -> int:
-    """Timings each side needs: ``trials``, and while the two sides' best times are within ``CLOSE`` of each other,
-    up to ``MORE`` times as many. A repetition's time moves by 10-20% from one to the next (jacobi_1d, 2 threads:
-    13.8-20.4 ms), so three each could not reliably tell an 8% difference (its rerun, 1.08x eager, lost to untraced
-    in 2 processes of 3 under load); a close call costs a few more repetitions, each run one of the two right
-    ways."""
-    trials = max(1, trials)
-    if min(len(trial.traced_s), len(trial.untraced_s)) < trials:
-        return trials
-    traced, alone = min(trial.traced_s), min(trial.untraced_s)
-    return trials if max(traced, alone) > CLOSE * min(traced, alone) else MORE * trials
+    """Timings each side needs (fuser/profit.py ``timings_wanted``: more while the two are close)."""
+    return profit_wanted(trial.traced_s, trial.untraced_s, trials)
 
 
 def timed(trial: Trial, untraced: bool, seconds: float, trials: int, steps: int = 1) -> str | None:

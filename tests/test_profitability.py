@@ -127,6 +127,24 @@ def test_three_trials_each_run_in_the_thue_morse_order_so_a_warming_process_keep
     assert sorted(set(period_two)) == [0, 1]  # fused met both kinds of step (so did apart: the rest)
 
 
+def test_a_close_group_measurement_takes_more_trials_and_a_clear_one_does_not():
+    always = lambda runs: (True, "fused: model")  # noqa: E731
+
+    def measured(costs) -> tuple:
+        entry, texts = profit.Entry(), []
+        while entry.decision is None:
+            choice = profit.choose(entry, "measure", 3, always)
+            texts.append(choice.text)
+            profit.timed(entry, choice.fused, costs(choice.fused, len(texts)), 3)
+        return entry, texts
+
+    clear, _ = measured(lambda fused, k: 1.0 if fused else 1.3)
+    assert clear.decision.fused and len(clear.fused_s) == len(clear.apart_s) == 3
+    close, texts = measured(lambda fused, k: (1.0 if fused else 1.02) + 0.01 * (k % 2))  # apart 2% slower
+    assert close.decision.fused and len(close.fused_s) == len(close.apart_s) == 3 * profit.MORE
+    assert texts[6] == "fused: timing trial 4 of 9 fused" and "(best of 9 trial(s) each way)" in close.decision.text
+
+
 def test_each_side_decides_by_its_best_kernel_time_and_an_untimed_one_leaves_wall_time_alone():
     entry = profit.Entry()
     always = lambda runs: (True, "fused: model")  # noqa: E731

@@ -9,7 +9,8 @@ never changes a result, only the time.
 - ``model``: the cost model (fuser/cost.py) declines a compile that the runs seen so far have not repaid.
 - ``measure``: the model first; then, for a group the model lets fuse, its occurrences run fused and apart in the order
   fused, apart, apart, fused, apart, fused, ... (``first_side_next``; each occurrence runs once, on the program's own data, so kernels
-  like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings; the best of each side decides, for this
+  like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings (more while the two are close:
+  ``timings_wanted``); the best of each side decides, for this
   process and, through the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count
   as timings of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
   and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused wins when it
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field
 from . import cost
 
 _KEPT = 4096  # signatures remembered in a process; a program whose sizes change every step must not grow forever
+CLOSE = 1.05  # a measurement's two best times this close: more timings (timings_wanted)
+MORE = 3
 KERNEL_SLACK = 1.05  # the fused kernel may take this much longer than its members' (the timer's spread between
 #                      best-of-trials runs; issue 16 allows a group no lower than 0.95x)
 
@@ -105,10 +108,24 @@ def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
     fuse, reason = judge(entry.seen)
     if mode == "model" or not fuse:  # measured: a run apart is a timing of that side, while one is missing
         return Choice(fuse, "model", reason, timed=mode == "measure" and len(entry.apart_s) < trials, entry=entry)
-    fused = first_side_next(len(entry.fused_s), len(entry.apart_s), trials)
+    wanted = timings_wanted(entry.fused_s, entry.apart_s, trials)
+    fused = first_side_next(len(entry.fused_s), len(entry.apart_s), wanted)
     side = len(entry.fused_s if fused else entry.apart_s) + 1
-    return Choice(fused, "trial", f"{'fused' if fused else 'unfused'}: timing trial {side} of {trials} "
+    return Choice(fused, "trial", f"{'fused' if fused else 'unfused'}: timing trial {side} of {wanted} "
                   f"{'fused' if fused else 'apart'}", timed=True, entry=entry)
+
+
+def timings_wanted(first: list, second: list, trials: int) -> int:
+    """Timings each side of a measurement needs: ``trials``, and while the two sides' best times are within
+    ``CLOSE`` of each other, up to ``MORE`` times as many (deciding as soon as one pulls clear). A group's or a
+    flush's time moves by 10-20% from one occurrence to the next (jacobi_1d's repeated flush, 2 threads: 13.8-20.4
+    ms), so three each cannot reliably tell differences of a few percent; a close call costs a few more
+    occurrences, each run one of the two right ways."""
+    trials = max(1, trials)
+    if min(len(first), len(second)) < trials:
+        return trials
+    a, b = min(first), min(second)
+    return trials if max(a, b) > CLOSE * min(a, b) else MORE * trials
 
 
 def waits_for_repayment(choice: Choice) -> bool:
@@ -159,9 +176,9 @@ def timed(entry: Entry, fused: bool, seconds: float, trials: int, kernel_seconds
     completed the measurement (else None)."""
     (entry.fused_s if fused else entry.apart_s).append(seconds)
     (entry.fused_k if fused else entry.apart_k).append(kernel_seconds)
-    trials = max(1, trials)
-    if entry.decision is None and len(entry.fused_s) >= trials and len(entry.apart_s) >= trials:
-        entry.decision = decided(min(entry.fused_s), min(entry.apart_s), trials, "measured",
+    wanted = timings_wanted(entry.fused_s, entry.apart_s, trials)
+    if entry.decision is None and len(entry.fused_s) >= wanted and len(entry.apart_s) >= wanted:
+        entry.decision = decided(min(entry.fused_s), min(entry.apart_s), wanted, "measured",
                                  *best_kernel_times(entry))
         return entry.decision
     return None
