@@ -244,10 +244,7 @@ def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
         sig, shape, strides = kinds[slot]
         if got.sig != sig or got.shape != shape or got.strides != strides or views_of.setdefault(slot, got) is not got:
             return None
-    args = list(step.args)
-    for position, slot in step.positions:
-        args[position] = views_of[slot]
-    return tuple(args)
+    return _args_with(step, views_of)
 
 
 def _args_with(step: Step, views) -> tuple:

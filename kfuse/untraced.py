@@ -17,22 +17,22 @@ measurement (below): rerun, its lone kernels launch back to back at the host acc
 compared, which can beat running them as they come (measured: jacobi_1d's 40 lone stencil calls a run, rerun 3%
 faster than eager, untraced 8% slower); a flush so judged counts for no streak (``judged``).
 
-A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions
-are rerun (calls counted, the kept fused kernels launched at the host access) or run untraced (each call launched
-at once, as it is made), in the order untraced, rerun, rerun, untraced, ... (``runs_untraced``), each timed from
-the first call to the end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings, more when the two
-are close (``Trial``, ``timings_wanted``). The best of each side decides for that flush: a loop of tiny kernels, where counting calls and checking Views costs
-more than fusing saves, then runs as with fusion off, each repetition the way its untraced timings ran (each call
-compared with the template's step and launched at once with the kept arguments, no binding), for ``MAX_BACKOFF``
-calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a streak's call is bound
-as an eager one is, which the trial did not time (jacobi_1d_statements, 40 lone stencil calls a run, 2 threads:
-1.08x eager that way, where the trial had measured the template's way faster than rerun).
+A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions are rerun
+(calls counted, the kept fused kernels launched at the host access) or run untraced (each call launched at once, as it
+is made), in the order untraced, rerun, rerun, untraced, ... (``runs_untraced``), each timed from the first call to the
+end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings, more when the two are close (``Trial``,
+fuser/profit.py ``timings_wanted``). The best of each side decides for that flush: a loop of tiny kernels, where
+counting calls and checking Views costs more than fusing saves, then runs as with fusion off, each repetition the way
+its untraced timings ran (each call compared with the template's step and launched at once with the kept arguments, no
+binding), for ``MAX_BACKOFF`` calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a
+streak's call is bound as an eager one is, which the trial did not time (jacobi_1d_statements, 40 lone stencil calls a
+run, 2 threads: 1.08x eager that way, where the trial had measured the template's way faster than rerun).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .fuser.profit import MORE, first_side_next, timings_wanted as profit_wanted
+from .fuser.profit import MORE, first_side_next, timings_wanted
 
 STREAK = 3
 FLUSHES = 2
@@ -114,13 +114,8 @@ def runs_untraced(trial: Trial, trials: int) -> bool:
     the trial chose rerun, 0.93-0.98 untraced); a flush that gains by its fused kernels gains more than a trend."""
     if trial.untraced is not None:
         return trial.untraced
-    wanted = timings_wanted(trial, trials)
+    wanted = timings_wanted(trial.untraced_s, trial.traced_s, trials)
     return len(trial.untraced_s) < wanted and first_side_next(len(trial.untraced_s), len(trial.traced_s), wanted)
-
-
-def timings_wanted(trial: Trial, trials: int) -> int:
-    """Timings each side needs (fuser/profit.py ``timings_wanted``: more while the two are close)."""
-    return profit_wanted(trial.traced_s, trial.untraced_s, trials)
 
 
 def timed(trial: Trial, untraced: bool, seconds: float, trials: int, steps: int = 1) -> str | None:
@@ -129,7 +124,7 @@ def timed(trial: Trial, untraced: bool, seconds: float, trials: int, steps: int 
     side = trial.untraced_s if untraced else trial.traced_s
     if trial.untraced is None and len(side) < max(1, trials) * MORE:
         side.append(seconds)
-    wanted = timings_wanted(trial, trials)
+    wanted = timings_wanted(trial.untraced_s, trial.traced_s, trials)
     if trial.untraced is not None or min(len(trial.traced_s), len(trial.untraced_s)) < wanted:
         return None
     traced, alone = min(trial.traced_s), min(trial.untraced_s)

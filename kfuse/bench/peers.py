@@ -1,16 +1,16 @@
 """``python -m kfuse.bench --peers``: kfuse against the array libraries a user would pick instead, same workloads,
 same data, one process.
 
-Workloads (issue 17): the NSTREAM loop, BabelStream, the Gaussian log-likelihood chain (element-wise operations
-ending in a sum), GaussianNB's prediction and NPBench's mvt. kfuse runs the repository's own code for each
-(examples/nstream.py and babelstream.py's loops, benchmarks/bench_array_api.py's chain as array operations,
-examples/gaussian_nb_array.py's model, examples/npbench/mvt.py's kernels, on a GPU its GPU-shaped ones), fused and
-eager. The peers run one array-code version per workload, written once for any NumPy-like module ``xp`` (NPBench's
-NumPy mvt as it is): on a GPU space CuPy as it is, torch under ``torch.compile`` and JAX under ``jax.jit`` (float64), each when it is
-installed and sees a GPU (else the JSON says why it is missing); on a host space NumPy. Every run ends with its
-results computed on the device (kfuse: ``pk.fence()``, which copies nothing back; peers: their synchronize).
-Median of ``repeat`` runs after a warm-up that compiles; kfuse's first run is checked against NumPy running
-the peers' array code on the same inputs (``checks``; the command fails if one differs).
+Workloads (issue 17): the NSTREAM loop, BabelStream, the Gaussian log-likelihood chain (element-wise operations ending
+in a sum), GaussianNB's prediction and NPBench's mvt. kfuse runs the repository's own code for each (examples/nstream.py
+and babelstream.py's loops, benchmarks/bench_array_api.py's chain as array operations, examples/gaussian_nb_array.py's
+model, examples/npbench/mvt.py's kernels, on a GPU its GPU-shaped ones), fused and eager. The peers run one array-code
+version per workload, written once for any NumPy-like module ``xp`` (NPBench's NumPy mvt as it is): on a GPU space CuPy
+as it is, torch under ``torch.compile`` and JAX under ``jax.jit`` (float64), each when it is installed and sees a GPU
+(else the JSON says why it is missing); on a host space NumPy. Every run ends with its results computed on the device
+(kfuse: ``pk.fence()``, which copies nothing back; peers: their synchronize). Median of ``repeat`` runs after a warm-up
+that compiles; kfuse's first run is checked against NumPy running the peers' array code on the same inputs (``checks``;
+the command fails if one differs).
 """
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ never changes a result, only the time.
 - ``off``: every group runs fused.
 - ``model``: the cost model (fuser/cost.py) declines a compile that the runs seen so far have not repaid.
 - ``measure``: the model first; then, for a group the model lets fuse, its occurrences run fused and apart in the order
-  fused, apart, apart, fused, apart, fused, ... (``first_side_next``; each occurrence runs once, on the program's own data, so kernels
-  like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings (more while the two are close:
-  ``timings_wanted``); the best of each side decides, for this
+  fused, apart, apart, fused, apart, fused, ... (``first_side_next``; each occurrence runs once, on the program's own
+  data, so kernels like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings (more while the two
+  are close: ``timings_wanted``); the best of each side decides, for this
   process and, through the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count
   as timings of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
   and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused wins when it
@@ -152,17 +152,17 @@ def settled(choice: Choice) -> bool:
 
 
 def first_side_next(first: int, second: int, trials: int) -> bool:
-    """Whether a measurement with ``first`` and ``second`` timings of its two sides times the first side next: in
-    the Thue-Morse order first, second, second, first, second, first, first, second, ...; once one side has its
-    ``trials``, the other catches up. Not plain alternation: a group that occurs twice per step of a loop at steps of
-    different cost (ExaMiniMD's thermo steps; kernel times change from step to step) would give each side one kind
-    of step only, and the best of each side would compare the cheap step on one side with the dear one on the
-    other; in this order each side meets both. And with three trials each (the default) the first side has both the
-    first and the last timing: a process's runs get faster as it warms up (jacobi_1d_statements' repeated flush:
-    548, 554, 505, 492, 488, 468 us in order), so the side timed last had the best time by the trend alone, and
-    the earlier order (first, second, second, first, first, second) ran that flush untraced, 1.04x eager, where
-    rerun runs it at 1.0x. A trend now favours the first side, the fused one, as a tie does, by at most the trend
-    between two timings. (Comparing each second-side timing with the first side's interpolated around it would
+    """Whether a measurement with ``first`` and ``second`` timings of its two sides times the first side next: in the
+    Thue-Morse order first, second, second, first, second, first, first, second, ...; once one side has its ``trials``,
+    the other catches up. Not plain alternation: a group that occurs twice per step of a loop at steps of different cost
+    (ExaMiniMD's thermo steps; kernel times change from step to step) would give each side one kind of step only, and
+    the best of each side would compare the cheap step on one side with the dear one on the other; in this order each
+    side meets both. And with three trials each (the default) the first side has both the first and the last timing: a
+    process's runs get faster as it warms up (jacobi_1d_statements' repeated flush: 548, 554, 505, 492, 488, 468 us in
+    order), so the side timed last had the best time by the trend alone, and the earlier order (first, second, second,
+    first, first, second) ran that flush untraced, 1.04x eager, where rerun runs it at 1.0x. A trend now favours the
+    first side (fused for a group, as a tie does; untraced for a repeated flush, kfuse/untraced.py), by at most the
+    trend between two timings. (Comparing each second-side timing with the first side's interpolated around it would
     cancel a trend but not an alternation: with steps of two costs, the median compared a dear step with cheap ones.)"""
     if second >= trials:
         return True
