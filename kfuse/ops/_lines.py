@@ -67,18 +67,14 @@ def rows(v: View, reduced: tuple) -> View:
 def _reshaped_in_place(array: np.ndarray, shape: tuple) -> np.ndarray | None:
     """``array`` reshaped without copying, or None where no strides reach that shape (only a View of the View's
     own memory will do: a copy would read it past the barrier). NumPy before 2.1 has no ``reshape(copy=False)``;
-    setting ``shape`` on a view refuses the same shapes there."""
+    there a plain reshape either views the same memory or copies it into memory of its own."""
     try:
         return array.reshape(shape, copy=False)
     except ValueError:
         return None
     except TypeError:  # NumPy < 2.1
-        view = array.view()
-        try:
-            view.shape = shape
-        except AttributeError:
-            return None
-        return view
+        lines = array.reshape(shape)
+        return lines if np.may_share_memory(lines, array) else None
 
 
 def _offsets(shape: tuple, dims) -> np.ndarray:
