@@ -55,6 +55,9 @@ _PER_WORKUNIT = 4  # templates kept per first workunit
 MISS = object()  # ``take``'s answer for a call that is not a template's next
 _SCALARS = (float, int, bool)
 _MISSING = object()
+# a step's keyword argument that is no View has one of these slots: _PLAIN for a nonzero float, int or bool (a value
+# of its type equal to it is the same scalar: no sign of zero to tell apart), _SCALAR for the rest (``_same_scalar``)
+_PLAIN, _SCALAR = -1, -2
 _View = views.View
 
 
@@ -65,7 +68,7 @@ class Step:
     op: str
     workunit: object
     policy: object  # as the program gave it (an int, a RangePolicy...)
-    kwargs: tuple  # ((name, value, slot), ...) as the program gave them: slot -1 for a scalar, value None for a View
+    kwargs: tuple  # ((name, value, slot), ...) as the program gave them: slot < 0 for a scalar, value None for a View
     prepared: object  # the call's specialisation
     bound_policy: object
     args: tuple  # the call's arguments, None where a View goes
@@ -147,9 +150,10 @@ class _Match:
         for name, want, slot in step.kwargs:
             got = get(name, _MISSING)
             if slot < 0:
-                if got is not want and not _same_scalar(got, want):
-                    break
-                continue
+                if got is want or (type(got) is type(want) and got == want if slot == _PLAIN else
+                                   _same_scalar(got, want)):
+                    continue
+                break
             now = filled[slot]
             if now is not None:
                 if got is not now:
@@ -236,9 +240,9 @@ def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
     for name, want, slot in step.kwargs:
         got = get(name, _MISSING)
         if slot < 0:
-            if got is not want and not _same_scalar(got, want):
-                return None
-            continue
+            if got is want or (type(got) is type(want) and got == want if slot == _PLAIN else _same_scalar(got, want)):
+                continue
+            return None
         if type(got) is not _View:
             return None
         sig, shape, strides = kinds[slot]
@@ -609,7 +613,8 @@ def _step(call: KernelCall, slot_of: dict) -> Step:
     args = list(call.args)
     for i, _ in positions:
         args[i] = None
-    form = tuple((name, None, slot_of[id(value)]) if type(value) is _View else (name, value, -1)
+    form = tuple((name, None, slot_of[id(value)]) if type(value) is _View else
+                 (name, value, _PLAIN if type(value) in _SCALARS and value else _SCALAR)
                  for name, value in kwargs.items())
     return Step(op, workunit, policy, form, prepared, call.policy, tuple(args), positions, call.site,
                 runs_off_gpu(prepared.backend, prepared.spec.space), policy_slots(call.policy))

@@ -238,6 +238,29 @@ def test_a_change_leaves_the_rerun_and_computes_what_eager_computes(name):
     assert flushes[-2] == "rerun", flushes  # the loop is rerun again after the change (the last flush: the kick)
 
 
+@pytest.mark.parametrize("kept, given", [(0.0, -0.0), (-0.0, 0.0), (True, 1), (1, True), (2.5, np.float64(2.5))])
+def test_a_scalar_equal_under_eq_but_another_value_leaves_the_rerun(kept, given):
+    """A loop's scalar and one ``==`` calls equal to it that is another value to a kernel (a zero of the other sign,
+    a bool for an int, a NumPy float for a float): the cycle with it is not rerun, and the loop is rerun again after."""
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        hows_seen = []
+        for step in range(50):
+            pk.parallel_for(N, push, dt=given if step == 32 else kept, x=x, v=v)
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+            if step % 5 == 4:
+                float(x[3])
+                hows_seen.append(hows(list(context.current().records)[-1].text())[0])
+        return hows_seen, x.copy(), v.copy()
+
+    pk.enable_fusion()
+    try:
+        flushes, _, _ = program()
+    finally:
+        pk.disable_fusion()
+    assert flushes[5] == "rerun" and flushes[6] != "rerun" and flushes[-1] == "rerun", flushes
+
+
 def test_a_launch_that_fails_to_start_hands_its_calls_back_to_the_trace(monkeypatch):
     """The failed launch's calls and the later ones run through the trace (which reports their failures)."""
     x, v, template = _rerunning()
