@@ -22,8 +22,9 @@ before the launches (pointer, shape, strides: ``View.resize`` gives a View new m
 only where nothing aliases: the template's Views share no byte, the slots' Views share none either (checked
 before the launches: so no View fills two slots), and the new View has the slot's dtype, rank, layout, trait, shape
 and strides. The fusion analysis sees only the calls and which Views overlap, so such a repetition makes the same
-plan and kernels; the new Views become the template's. Slots of the head (calls already in the trace) take the
-template's own Views. The partition is closed under dependencies (tracer/trace.py), so running it is right at
+plan and kernels; the new Views become the template's. The head's calls (already in the trace) must equal its
+calls the same way, their Views filling slots as the steps' do (a program that makes its arrays anew each run and
+reads a result between two of its calls has a head of new Views each run). The partition is closed under dependencies (tracer/trace.py), so running it is right at
 any host access, needed or not (a pending call may run early), and whatever the access needs from the tail the
 trace then runs. A template holds the Views of its last run until it is replaced; at most ``_PER_WORKUNIT``
 templates are kept per first workunit (loops whose flushes alternate, e.g. with and without a neighbour-list
@@ -79,8 +80,19 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Head:
+    """A call pending before a template's first step, as its slots count it: an equal pending call has the same
+    specialisation, policy and scalars, and its Views fill the slots as a step's would."""
+
+    prepared: object
+    policy: object
+    args: tuple  # the call's arguments, None where a View goes
+    positions: tuple  # ((argument position, slot), ...) of its Views
+
+
+@dataclass(frozen=True)
 class Template:
-    head: tuple  # the calls pending before the first step (each must have an equal one in the trace)
+    head: tuple  # a Head per call pending before the first step (each must have an equal one in the trace)
     steps: tuple
     tail: tuple  # step numbers left pending by the partition
     owners: tuple  # per partition position (the order it ran its calls): ("head", k) or ("step", i)
@@ -92,7 +104,6 @@ class Template:
     views: list  # per slot, the View of the last run
     pointers: list  # per slot, that View's pointer then
     kinds: tuple  # per slot, (sig, shape, strides): what its View must have
-    pinned: tuple  # per slot, its View if the head takes it (it is never replaced), else None
     writes: tuple  # per slot, whether a call writes its View
     disjoint: bool  # the slots' Views share no byte: new Views may fill slots
     settings: tuple  # what the plan and kernels were made under (see ``_settings``)
@@ -113,14 +124,6 @@ def _same_scalar(got, want) -> bool:
     return kind is not float or got != 0.0 or copysign(1.0, got) == copysign(1.0, want)
 
 
-def _same_call(got: KernelCall, want: KernelCall) -> bool:
-    """Equal calls as the template counts them: one specialisation and policy, the same Views, equal scalars."""
-    if got.prepared is not want.prepared or got.futures or (got.policy is not want.policy
-                                                           and got.policy != want.policy):
-        return False
-    return got.args is want.args or all(a is b or _same_scalar(a, b) for a, b in zip(got.args, want.args))
-
-
 def _fresh(call: KernelCall) -> KernelCall:
     """A trace entry's call like ``call`` (a call object is never reused: a failure is recorded on it)."""
     return KernelCall(call.prepared, call.policy, call.args, site=call.site, request=call.request)
@@ -139,13 +142,13 @@ class _Match:
 
     def __init__(self, template: Template, live: bool):
         self.template = template
-        self.filled = list(template.pinned)
+        self.filled = [None] * len(template.views)
         self.live = live  # escaped memory exists now: a View is asked once, when it fills its slot
         self.new = False  # a new View fills a slot
 
     def takes(self, step: Step, kwargs: dict) -> bool:
         """Whether ``kwargs`` are the step's (module docstring); slots are filled only if they are."""
-        get, filled, template = kwargs.get, self.filled, self.template
+        get, filled = kwargs.get, self.filled
         first = None  # slots this step fills
         for name, want, slot in step.kwargs:
             got = get(name, _MISSING)
@@ -159,14 +162,8 @@ class _Match:
                 if got is not now:
                     break
                 continue
-            if got is not template.views[slot]:
-                if not template.disjoint or type(got) is not _View \
-                        or (got.sig, got.shape, got.strides) != template.kinds[slot]:
-                    break
-                self.new = True
-            if self.live and got.escaped(template.writes[slot]):
+            if not self._fills(slot, got):
                 break
-            filled[slot] = got
             first = first or []
             first.append(slot)
         else:
@@ -175,10 +172,38 @@ class _Match:
             filled[slot] = None
         return False
 
-    def escaped(self) -> bool:
-        """Whether a View of the head's slots is escaped (asked once, as the match starts)."""
-        writes = self.template.writes
-        return self.live and any(v is not None and v.escaped(writes[s]) for s, v in enumerate(self.filled))
+    def _fills(self, slot: int, got) -> bool:
+        """Fill an empty slot with ``got`` if it may take it: the slot's View of the last run, or a new View of the
+        slot's kind where the template's Views share no byte (module docstring); never an escaped one."""
+        template = self.template
+        if got is not template.views[slot]:
+            if not template.disjoint or type(got) is not _View \
+                    or (got.sig, got.shape, got.strides) != template.kinds[slot]:
+                return False
+            self.new = True
+        if self.live and got.escaped(template.writes[slot]):
+            return False
+        self.filled[slot] = got
+        return True
+
+    def holds(self, entries: list) -> bool:
+        """Whether the trace's pending calls are the template's head, their Views filling its slots."""
+        head, filled = self.template.head, self.filled
+        if len(entries) != len(head):
+            return False
+        for entry, want in zip(entries, head):
+            got = entry.call
+            if got.prepared is not want.prepared or got.futures or (got.policy is not want.policy
+                                                                   and got.policy != want.policy):
+                return False
+            args = got.args
+            if not all(b is None or a is b or _same_scalar(a, b) for a, b in zip(args, want.args)):
+                return False
+            for position, slot in want.positions:
+                view = args[position]
+                if not (view is filled[slot] if filled[slot] is not None else self._fills(slot, view)):
+                    return False
+        return True
 
     def call(self, step: Step) -> KernelCall:
         """A trace entry's call for ``step``, with the slots' Views."""
@@ -311,8 +336,7 @@ class Rerun:
                     return result
             timing = any(t.trial is not None and t.trial.untraced is None for t in listed)
             live = escape.live()
-            alive = [match for match in (_Match(t, live) for t in listed if self._holds_head(entries, t))
-                     if not match.escaped()]
+            alive = [match for match in (_Match(t, live) for t in listed) if match.holds(entries)]
         if rt.batch is not None:
             return MISS
         policy, workunit = args
@@ -446,11 +470,6 @@ class Rerun:
         else:
             self.templates.pop(key, None)
 
-    @staticmethod
-    def _holds_head(entries: list, template: Template) -> bool:
-        head = template.head
-        return len(entries) == len(head) and all(_same_call(e.call, c) for e, c in zip(entries, head))
-
     def materialize(self, trace) -> None:
         """Put the matched calls in ``trace`` as ordinary entries, after the head already there (a reduction's
         Future becomes its entry's)."""
@@ -563,13 +582,11 @@ class Rerun:
                  members, tuple(p for p in members if _op_at(p, owners, head, steps) != "for"),
                  kernel.packed(slots, passed)]
                 for kernel, slots, passed, members in launches]
-        head_slots = {slot_of[id(call.args[i])] for call in head for i, _ in call.prepared.view_params}
         written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}
         template = Template(
-            head, steps, tail, owners, tuple(kept), sum(record.apart(g) for g in record.groups), waiting,
+            tuple(_head(call, slot_of) for call in head), steps, tail, owners, tuple(kept), sum(record.apart(g) for g in record.groups), waiting,
             slot_views, [v.ptr for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
-            tuple(v if s in head_slots else None for s, v in enumerate(slot_views)),
             tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
             _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
             untraced.Trial() if config.PROFIT.get() == "measure" and not (head or tail or waiting) else None)
@@ -606,18 +623,28 @@ def _rerunnable(call: KernelCall, live: bool) -> bool:
     return True
 
 
-def _step(call: KernelCall, slot_of: dict) -> Step:
-    op, (policy, workunit), kwargs = call.request
-    prepared = call.prepared
-    positions = tuple((i, slot_of[id(call.args[i])]) for i, _ in prepared.view_params)
+def _slotted(call: KernelCall, slot_of: dict) -> tuple:
+    """The call's arguments with None where a View goes, and ((argument position, slot), ...) of its Views."""
+    positions = tuple((i, slot_of[id(call.args[i])]) for i, _ in call.prepared.view_params)
     args = list(call.args)
     for i, _ in positions:
         args[i] = None
+    return tuple(args), positions
+
+
+def _step(call: KernelCall, slot_of: dict) -> Step:
+    op, (policy, workunit), kwargs = call.request
+    prepared = call.prepared
+    args, positions = _slotted(call, slot_of)
     form = tuple((name, None, slot_of[id(value)]) if type(value) is _View else
                  (name, value, _PLAIN if type(value) in _SCALARS and value else _SCALAR)
                  for name, value in kwargs.items())
-    return Step(op, workunit, policy, form, prepared, call.policy, tuple(args), positions, call.site,
+    return Step(op, workunit, policy, form, prepared, call.policy, args, positions, call.site,
                 runs_off_gpu(prepared.backend, prepared.spec.space), policy_slots(call.policy))
+
+
+def _head(call: KernelCall, slot_of: dict) -> Head:
+    return Head(call.prepared, call.policy, *_slotted(call, slot_of))
 
 
 def _with_result(call: KernelCall, future) -> KernelCall:

@@ -460,6 +460,78 @@ def test_a_loop_reading_a_reduction_each_step_is_rerun():
     assert hows(text)[:-1] == ["rerun"] * 15  # explain keeps the last 16 flushes; the last runs the final kick
 
 
+def test_a_flush_whose_head_takes_new_views_each_run_is_rerun():
+    """ExaMiniMD's set-up shape, on arrays made anew each run: two calls on x and v, a reduction over another
+    array read at once (its flush leaves the two pending: a head), then a call on x, and x read. From the third
+    run the head's new Views fill its slots and that flush is rerun; every run computes what eager and NumPy do."""
+    def run_once(k):
+        x, v, w = view_of(X0 * (k + 1)), view_of(V0), view_of(X0 + k)
+        pk.parallel_for(N, push, dt=0.01, x=x, v=v)
+        pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        norm = float(pk.parallel_reduce(N, rr_norm, x=w))
+        pk.parallel_for(N, rr_scale, s=2.0, x=x)
+        return norm, x.copy(), v.copy()
+
+    def program():
+        return [run_once(k) for k in range(6)]
+
+    expected, got, _, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    for k, (norm, x, v) in enumerate(got):
+        (x_want, v_want), = numpy_pushes(1, X0 * (k + 1))
+        np.testing.assert_array_equal(x, 2.0 * x_want)
+        np.testing.assert_array_equal(v, v_want - 0.01 * x_want)
+        assert norm == pytest.approx(float(np.sum((X0 + k) ** 2)), rel=1e-12)
+    flushes = [line for line in text.splitlines() if line.startswith("flush #")]
+    with_head = [line for line in flushes if " 3 call(s)" in line]
+    assert len(with_head) == 6 and all("(rerun" in line for line in with_head[2:]), "\n".join(flushes)
+
+
+@pytest.mark.parametrize("change", ["escaped", "aliased", "scalar", "fewer"])
+def test_a_head_that_differs_leaves_the_rerun_and_computes_what_eager_computes(change):
+    """The set-up shape above, with run 4's head changed: its x over a NumPy array the program holds (escaped), v
+    the same View as x (two slots, one memory), another scalar, or one call fewer: that run is traced."""
+    held = []
+
+    def run_once(k):
+        x, v, w = view_of(X0 * (k + 1)), view_of(V0), view_of(X0 + k)
+        dt = 0.01
+        if k == 4 and change == "escaped":
+            held.append(X0 * (k + 1))
+            x = pk.from_numpy(held[-1])
+        elif k == 4 and change == "aliased":
+            v = x
+        elif k == 4 and change == "scalar":
+            dt = 0.02
+        pk.parallel_for(N, push, dt=dt, x=x, v=v)
+        if not (k == 4 and change == "fewer"):
+            pk.parallel_for(N, kick, dt=0.01, x=x, v=v)
+        norm = float(pk.parallel_reduce(N, rr_norm, x=w))
+        pk.parallel_for(N, rr_scale, s=2.0, x=x)
+        return norm, x.copy(), v.copy()
+
+    def program():
+        held.clear()
+        return [run_once(k) for k in range(7)]
+
+    expected, got, _, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert "(rerun" in _flush_with_scale(text, 3) and "(rerun" not in _flush_with_scale(text, 4), text
+
+
+def _flush_with_scale(text: str, run: int) -> str:
+    """The header of the flush that ran run ``run``'s rr_scale (each run has one; explain keeps the last 16)."""
+    blocks, current = [], None
+    for line in text.splitlines():
+        if line.startswith("flush #"):
+            current = [line]
+            blocks.append(current)
+        elif current is not None:
+            current.append(line)
+    with_scale = [block[0] for block in blocks if any("rr_scale" in line for line in block[1:])]
+    return with_scale[run]
+
+
 def test_reductions_taken_by_later_calls_or_left_pending_compute_what_eager_computes():
     """A reduction whose Future a later call takes (that call is not matched: the Future is new each step), and
     one left pending by the read (its value is read a step later)."""
