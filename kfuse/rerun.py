@@ -24,11 +24,11 @@ before the launches: so no View fills two slots), and the new View has the slot'
 and strides. The fusion analysis sees only the calls and which Views overlap, so such a repetition makes the same
 plan and kernels; the new Views become the template's. The head's calls (already in the trace) must equal its
 calls the same way, their Views filling slots as the steps' do (a program that makes its arrays anew each run and
-reads a result between two of its calls has a head of new Views each run). The partition is closed under dependencies (tracer/trace.py), so running it is right at
-any host access, needed or not (a pending call may run early), and whatever the access needs from the tail the
-trace then runs. A template holds the Views of its last run until it is replaced; at most ``_PER_WORKUNIT``
-templates are kept per first workunit (loops whose flushes alternate, e.g. with and without a neighbour-list
-rebuild, or runs under other transforms) and ``_KEPT`` in all.
+reads a result between two of its calls has a head of new Views each run). The partition is closed under
+dependencies (tracer/trace.py), so running it is right at any host access, needed or not (a pending call may run
+early), and whatever the access needs from the tail the trace then runs. A template holds the Views of its last
+run until it is replaced; at most ``_PER_WORKUNIT`` templates are kept per first workunit (loops whose flushes
+alternate, e.g. with and without a neighbour-list rebuild, or runs under other transforms) and ``_KEPT`` in all.
 
 Under ``KFUSE_PROFIT=measure`` a template whose partition is the whole flush (no head, no tail) is also judged
 against running its calls untraced (kfuse/untraced.py ``Trial``): a repetition run untraced launches each call's
@@ -584,7 +584,8 @@ class Rerun:
                 for kernel, slots, passed, members in launches]
         written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}
         template = Template(
-            tuple(_head(call, slot_of) for call in head), steps, tail, owners, tuple(kept), sum(record.apart(g) for g in record.groups), waiting,
+            tuple(_head(call, slot_of) for call in head), steps, tail, owners, tuple(kept),
+            sum(record.apart(g) for g in record.groups), waiting,
             slot_views, [v.ptr for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
             tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
