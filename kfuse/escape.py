@@ -42,8 +42,8 @@ class Alias:
 
     __slots__ = ("__array_interface__", "target", "__weakref__")
 
-    def __init__(self, target: np.ndarray):
-        self.__array_interface__ = target.__array_interface__
+    def __init__(self, target: np.ndarray, interface: dict | None = None):
+        self.__array_interface__ = target.__array_interface__ if interface is None else interface
         self.target = target
 
 
@@ -109,9 +109,13 @@ def _purge() -> None:
         _entries.pop(_dead.pop(), None)
 
 
-def _bounds(array: np.ndarray) -> tuple:
+def _bounds(array: np.ndarray, interface: dict) -> tuple:
+    """The byte range of ``array`` (``interface``: its ``__array_interface__``, which NumPy builds anew at each ask)."""
     if not array.size:
         return (0, 0)
+    if array.flags.c_contiguous:
+        lo = interface["data"][0]
+        return (lo, lo + array.nbytes)
     return byte_bounds(array)
 
 
@@ -119,21 +123,23 @@ def export(array: np.ndarray) -> np.ndarray:
     """An array sharing ``array``'s memory, handed to the user: the memory is escaped while it (or
     anything derived from it) is alive. The caller has already run the barrier for a write."""
     _purge()  # (with fusion off nothing else asks: the dead entries of an eager loop's Views piled up)
-    lo, hi = _bounds(array)
+    interface = array.__array_interface__
+    lo, hi = _bounds(array, interface)
     if lo == hi:
         return array
-    alias = Alias(array)
+    alias = Alias(array, interface)
     ref = weakref.ref(alias, _forget)
     _entries[ref] = _Entry(lo, hi, None, ref)
     _changed()
     return np.asarray(alias)
 
 
-def adopt(base: np.ndarray) -> np.ndarray:
-    """The array a View keeps for a user's array ``base`` (``pk.array``): same memory, held through one
-    alias, so the user's own references to it (or to the arrays it is a view of) can be counted."""
+def adopt(base: np.ndarray) -> tuple:
+    """The array a View keeps for a user's array ``base`` (``pk.array``), and its data pointer: same memory, held
+    through one alias, so the user's own references to it (or to the arrays it is a view of) can be counted."""
     _purge()
-    alias = Alias(base)
+    interface = base.__array_interface__
+    alias = Alias(base, interface)
     chain = [base]
     while isinstance(chain[-1], np.ndarray) and chain[-1].base is not None:
         chain.append(chain[-1].base)
@@ -144,12 +150,12 @@ def adopt(base: np.ndarray) -> np.ndarray:
         chain = ALWAYS
     else:
         chain = tuple(chain)
-    lo, hi = _bounds(base)
+    lo, hi = _bounds(base, interface)
     if lo != hi:
         ref = weakref.ref(alias, _forget)
         _entries[ref] = _Entry(lo, hi, chain, ref)
         _changed()
-    return np.asarray(alias)
+    return np.asarray(alias), interface["data"][0]
 
 
 def live() -> bool:

@@ -306,16 +306,17 @@ class View:
                  "trait", "_escapes", "_parts", "_place", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
-                 _array: np.ndarray | None = None):
+                 _array: np.ndarray | None = None, _ptr: int | None = None):
         self.trait = _trait(trait, "pk.View")
         if _array is None:
             _array = _allocate(shape, dtype, space, layout)
             if on_device(context.current().default_space.value):
                 mark_constant(_array)
-        self._take(_array)
+        self._take(_array, _ptr)
 
-    def _take(self, array: np.ndarray) -> None:
-        """Make ``array`` this View's memory, with the fields derived from it (``pk.View``, ``resize``)."""
+    def _take(self, array: np.ndarray, ptr: int | None = None) -> None:
+        """Make ``array`` this View's memory, with the fields derived from it (``pk.View``, ``resize``); ``ptr``: its
+        data pointer where the caller has it (NumPy builds ``__array_interface__`` anew at each ask)."""
         self._array = array
         self.uid = self.born = next(_uids)  # born: the uid of the View whose memory this is (a slice: its whole's)
         self.dtype = dtype_of(array.dtype)
@@ -329,7 +330,7 @@ class View:
         else:
             self.strides = tuple(s // itemsize for s in strides)
         self.storage = "right" if array.flags.c_contiguous else "stride"  # what kernels specialise on
-        self.ptr = ptr = array.__array_interface__["data"][0]
+        self.ptr = ptr = array.__array_interface__["data"][0] if ptr is None else ptr
         if not array.size:
             self.bounds = (ptr, ptr)
         elif self.storage == "right":  # every new result: no second look at the array interface
@@ -349,7 +350,8 @@ class View:
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         dtype_of(array.dtype)  # raises a clear error for unsupported dtypes
-        view = cls(None, _array=escape.adopt(array))
+        adopted, ptr = escape.adopt(array)
+        view = cls(None, _array=adopted, _ptr=ptr)
         host_barrier(view, True)  # pending calls on this memory (through other Views) run before it escapes
         return view
 

@@ -108,3 +108,24 @@ def test_an_array_the_program_lets_go_of_stops_being_checked_for_escapes():
     assert view.escaped(True) and escape.live()
     del exported
     assert not view.escaped(True)
+
+
+@pytest.mark.parametrize("make", [lambda: np.arange(12.0), lambda: np.arange(24.0).reshape(4, 6),
+                                  lambda: np.arange(24.0).reshape(4, 6)[:, ::2], lambda: np.arange(12.0)[::-1],
+                                  lambda: np.asfortranarray(np.arange(24.0).reshape(4, 6)), lambda: np.zeros(0),
+                                  lambda: np.arange(24.0).reshape(4, 6)[1:3]],
+                         ids=["contiguous", "2-d", "strided", "reversed", "fortran", "empty", "rows"])
+def test_a_view_of_a_users_array_has_its_pointer_and_byte_range(make):
+    """``pk.from_numpy`` reads the array's pointer once and derives the byte range of a C-contiguous array from it;
+    NumPy's own answers for every layout (the escape entry covers the same bytes)."""
+    from kfuse import escape
+
+    array = make()
+    view = pk.from_numpy(array)
+    ptr = array.__array_interface__["data"][0]
+    assert view.ptr == ptr
+    if array.size:
+        assert view.bounds == tuple(escape.byte_bounds(array))
+        assert [(e.lo, e.hi) for e in escape.covering(*view.bounds)] == [tuple(escape.byte_bounds(array))]
+    else:
+        assert view.bounds == (ptr, ptr)
