@@ -109,13 +109,13 @@ def _purge() -> None:
         _entries.pop(_dead.pop(), None)
 
 
-def _bounds(array: np.ndarray, interface: dict) -> tuple:
-    """The byte range of ``array`` (``interface``: its ``__array_interface__``, which NumPy builds anew at each ask)."""
+def span(array: np.ndarray, ptr: int) -> tuple:
+    """The byte range [lo, hi) of ``array``, whose data pointer is ``ptr`` (the caller has it: NumPy builds
+    ``__array_interface__`` anew at each ask); empty at ``ptr`` for an empty array."""
     if not array.size:
-        return (0, 0)
+        return (ptr, ptr)
     if array.flags.c_contiguous:
-        lo = interface["data"][0]
-        return (lo, lo + array.nbytes)
+        return (ptr, ptr + array.nbytes)
     return byte_bounds(array)
 
 
@@ -124,7 +124,7 @@ def export(array: np.ndarray) -> np.ndarray:
     anything derived from it) is alive. The caller has already run the barrier for a write."""
     _purge()  # (with fusion off nothing else asks: the dead entries of an eager loop's Views piled up)
     interface = array.__array_interface__
-    lo, hi = _bounds(array, interface)
+    lo, hi = span(array, interface["data"][0])
     if lo == hi:
         return array
     alias = Alias(array, interface)
@@ -150,7 +150,7 @@ def adopt(base: np.ndarray) -> tuple:
         chain = ALWAYS
     else:
         chain = tuple(chain)
-    lo, hi = _bounds(base, interface)
+    lo, hi = span(base, interface["data"][0])
     if lo != hi:
         ref = weakref.ref(alias, _forget)
         _entries[ref] = _Entry(lo, hi, chain, ref)

@@ -15,7 +15,6 @@ import weakref
 import numpy as np
 
 from . import context, escape
-from .escape import byte_bounds as _byte_bounds
 from .errors import public_error
 from .spaces import MemorySpace, on_device
 from .types import DType, dtype_of, element_dtype
@@ -331,12 +330,7 @@ class View:
             self.strides = tuple(s // itemsize for s in strides)
         self.storage = "right" if array.flags.c_contiguous else "stride"  # what kernels specialise on
         self.ptr = ptr = array.__array_interface__["data"][0] if ptr is None else ptr
-        if not array.size:
-            self.bounds = (ptr, ptr)
-        elif self.storage == "right":  # every new result: no second look at the array interface
-            self.bounds = (ptr, ptr + array.nbytes)
-        else:
-            self.bounds = _byte_bounds(array)
+        self.bounds = escape.span(array, ptr)
         self.sig = _sig(self)  # what a kernel specialises on
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
         self._parts = None  # (the ``_resizes`` count it was made at, {index key: subview})
