@@ -69,7 +69,8 @@ class Step:
     op: str
     workunit: object
     policy: object  # as the program gave it (an int, a RangePolicy...)
-    kwargs: tuple  # ((name, value, slot), ...) as the program gave them: slot < 0 for a scalar, value None for a View
+    kwargs: tuple  # ((name, value, slot, place), ...) as the program gave them: slot < 0 for a scalar, value None and
+    #                the argument position ``place`` for a View
     prepared: object  # the call's specialisation
     bound_policy: object
     args: tuple  # the call's arguments, None where a View goes
@@ -77,6 +78,7 @@ class Step:
     site: str
     host: bool  # runs off the GPU: its Views' contents are no longer known (views.constant)
     slots: tuple  # the bound policy's slots of the argument buffer (runtime/launch.py policy_slots)
+    shared: bool  # a slot's View goes to more than one of its arguments
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ class _Match:
         """Whether ``kwargs`` are the step's (module docstring); slots are filled only if they are."""
         get, filled = kwargs.get, self.filled
         first = None  # slots this step fills
-        for name, want, slot in step.kwargs:
+        for name, want, slot, _ in step.kwargs:
             got = get(name, _MISSING)
             if slot < 0:
                 if got is want or (type(got) is type(want) and got == want if slot == _PLAIN else
@@ -208,17 +210,19 @@ class _Match:
     def call(self, step: Step) -> KernelCall:
         """A trace entry's call for ``step``, with the slots' Views."""
         filled = self.filled
-        kwargs = {name: want if slot < 0 else filled[slot] for name, want, slot in step.kwargs}
+        kwargs = {name: want if slot < 0 else filled[slot] for name, want, slot, _ in step.kwargs}
         return KernelCall(step.prepared, step.bound_policy, _args_with(step, filled), site=step.site,
                           request=(step.op, (step.policy, step.workunit), kwargs))
 
     def valid(self, rt) -> bool:
-        """Whether the kept launches are what the trace would run with the slots' Views (module docstring)."""
+        """Whether the kept launches are what the trace would run with the slots' Views (module docstring). The
+        settings were compared at the first call (``take``): a repetition runs under the settings it started in."""
         template = self.template
-        if not (rt.enabled and rt.fuse and rt.default_space is template.space and _settings() == template.settings):
+        if not (rt.enabled and rt.fuse and rt.default_space is template.space):
             return False
-        for view, last, pointer, kind in zip(self.filled, template.views, template.pointers, template.kinds):
-            if (view.shape, view.strides) != kind[1:] or view is last and view.ptr != pointer:
+        for view, last, pointer, (_, shape, strides) in zip(self.filled, template.views, template.pointers,
+                                                            template.kinds):
+            if view.shape != shape or view.strides != strides or view is last and view.ptr != pointer:
                 return False
         return not self.new or _disjoint(self.filled)
 
@@ -248,21 +252,23 @@ def _slots_of(head: tuple, made: list):
 
 
 class _Untraced:
-    """A repetition of a template being run untraced: the next step, and the clock at its first call."""
+    """A repetition of a template being run untraced: the next step, and the clock at its first call (one object
+    per runtime, set again at each repetition's start: the untraced calls are the ones that must cost little)."""
 
     __slots__ = ("template", "next", "start", "equal")
 
-    def __init__(self, template: Template, start: float):
+    def start_with(self, template: Template, start: float) -> _Untraced:
         self.template, self.next, self.start = template, 0, start
         self.equal = (None, None)  # the last policy given that equals a step's, and that step's (a loop's calls
         # pass one policy object, compared once)
+        return self
 
 
 def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
     """The step's launch arguments from ``kwargs`` if they fit its kernel (scalars equal, each View of the slot's
     kind, one View per slot within the call), else None."""
-    get, views_of = kwargs.get, {}
-    for name, want, slot in step.kwargs:
+    get, args = kwargs.get, list(step.args)
+    for name, want, slot, place in step.kwargs:
         got = get(name, _MISSING)
         if slot < 0:
             if got is want or (type(got) is type(want) and got == want if slot == _PLAIN else _same_scalar(got, want)):
@@ -271,9 +277,14 @@ def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
         if type(got) is not _View:
             return None
         sig, shape, strides = kinds[slot]
-        if got.sig != sig or got.shape != shape or got.strides != strides or views_of.setdefault(slot, got) is not got:
+        if got.sig != sig or got.shape != shape or got.strides != strides:
             return None
-    return _args_with(step, views_of)
+        args[place] = got
+    if step.shared:
+        views_of: dict = {}
+        if any(views_of.setdefault(slot, args[place]) is not args[place] for place, slot in step.positions):
+            return None
+    return tuple(args)
 
 
 def _args_with(step: Step, views) -> tuple:
@@ -296,7 +307,8 @@ class Rerun:
         self.timing = False  # whether a template the match started with is still timed (untraced.Trial)
         self.span = (0.0, 0.0)  # then, the clock at the first matched call's start and at the last one's end
         self.first_call = None  # the program's place of the first matched call (Runtime.calls_made)
-        self.untraced: _Untraced | None = None  # a repetition running untraced
+        self.untraced: _Untraced | None = None  # a repetition running untraced (then ``_untraced``)
+        self._untraced = _Untraced()
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
     def wants(self, args: tuple) -> bool:
@@ -381,11 +393,15 @@ class Rerun:
     def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict, start: float):
         """Run the call as the first of an untraced repetition of a template of these settings (module docstring), if
         one is due."""
-        trials = config.PROFIT_TRIALS.get()
+        trials = None
         for template in listed:
             trial = template.trial
-            if trial is None or not untraced.runs_untraced(trial, trials):
+            if trial is None:
                 continue
+            if not trial.untraced:  # not decided untraced: due for an untraced timing?
+                trials = trials or config.PROFIT_TRIALS.get()
+                if not untraced.runs_untraced(trial, trials):
+                    continue
             if trial.untraced is None:  # a timing: every kernel loaded, then the clock starts again if that took
                 # any (decided, a call whose kernel was unloaded ends the repetition and goes the ordinary way)
                 unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}
@@ -396,7 +412,7 @@ class Rerun:
                     kernel_of(prepared)  # from the compile cache, before the timing starts
                 if unloaded:
                     start = rt.profit.clock()
-            self.untraced = _Untraced(template, start)
+            self.untraced = self._untraced.start_with(template, start)
             result = self._run_untraced(rt, op, args, kwargs)
             if result is not MISS:
                 return result
@@ -413,7 +429,8 @@ class Rerun:
                 and not rt.logged.entries and rt.batch is None and step.prepared.kernel is not None and (
                 policy is step.policy or run.equal[0] is policy and run.equal[1] is step.policy
                 or type(policy) is type(step.policy) and policy == step.policy):
-            run.equal = (policy, step.policy)
+            if policy is not step.policy:
+                run.equal = (policy, step.policy)
             call_args = _untraced_args(step, kwargs, template.kinds)
         if call_args is None:
             self.untraced = None
@@ -637,11 +654,14 @@ def _step(call: KernelCall, slot_of: dict) -> Step:
     op, (policy, workunit), kwargs = call.request
     prepared = call.prepared
     args, positions = _slotted(call, slot_of)
-    form = tuple((name, None, slot_of[id(value)]) if type(value) is _View else
-                 (name, value, _PLAIN if type(value) in _SCALARS and value else _SCALAR)
+    place = {name: i for i, (name, _) in enumerate(prepared.spec.params)}
+    form = tuple((name, None, slot_of[id(value)], place[name]) if type(value) is _View else
+                 (name, value, _PLAIN if type(value) in _SCALARS and value else _SCALAR, None)
                  for name, value in kwargs.items())
+    slots = [slot for _, slot in positions]
     return Step(op, workunit, policy, form, prepared, call.policy, args, positions, call.site,
-                runs_off_gpu(prepared.backend, prepared.spec.space), policy_slots(call.policy))
+                runs_off_gpu(prepared.backend, prepared.spec.space), policy_slots(call.policy),
+                len(set(slots)) != len(slots))
 
 
 def _head(call: KernelCall, slot_of: dict) -> Head:

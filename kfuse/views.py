@@ -206,10 +206,21 @@ def escaped_any(target: "View | None", views: list) -> bool:
     return False
 
 
+_sigs: dict = {}  # (id of the dtype, ndim, storage, atomic) -> the one ``sig`` tuple of Views of that kind
+
+
 def _sig(view) -> tuple:
-    """A View's ``sig``: an Atomic View gets its own specialisations (their stores are atomic)."""
-    base = (view.dtype, view.ndim, view.storage)
-    return base + (Trait.Atomic,) if view.trait is Trait.Atomic else base
+    """A View's ``sig``: an Atomic View gets its own specialisations (their stores are atomic). One tuple per kind,
+    so that comparing two Views' sigs (each call's binding, a rerun's slots) finds them identical at once."""
+    return _sig_of(view.dtype, view.ndim, view.storage, view.trait is Trait.Atomic)
+
+
+def _sig_of(dtype, ndim: int, storage: str, atomic: bool = False) -> tuple:
+    key = (id(dtype), ndim, storage, atomic)  # an id: hashing an Enum member runs Python code
+    found = _sigs.get(key)
+    if found is None:
+        found = _sigs[key] = (dtype, ndim, storage, Trait.Atomic) if atomic else (dtype, ndim, storage)
+    return found
 
 
 def _memory(x, write: bool):
@@ -359,7 +370,7 @@ class View:
         view.ndim = ndim = len(view.shape)
         view.strides = (1,) if ndim == 1 else tuple(s // array.itemsize for s in array.strides)
         view.storage, view.ptr, view.bounds, view.trait = "right", ptr, (ptr, ptr + array.nbytes), Trait.TraitDefault
-        view.sig = (dtype, ndim, "right")
+        view.sig = _sig_of(dtype, ndim, "right")
         view._escapes, view._parts, view._place = (escape.version, ()), None, None
         return view
 

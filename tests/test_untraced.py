@@ -211,6 +211,30 @@ def test_after_the_decision_repetitions_run_untraced_and_other_calls_go_the_ordi
     assert context.current().rerun.templates  # the decided template stays
 
 
+def test_an_untraced_repetition_keeps_one_view_where_the_template_had_one(measured):
+    """Steps 0-11 pass one View as both ``x`` and ``v`` of ``kick`` (one slot in two places); once decided untraced,
+    a repetition passing two Views there is no repetition of that template: it is traced, and every step still
+    equals eager's."""
+    def program():
+        x, v = view_of(np.linspace(0.0, 1.0, N)), view_of(np.ones(N))
+        seen, marks = [], []
+        for step in range(16):
+            pk.parallel_for(N, push, dt=0.5, x=x, v=v)
+            pk.parallel_for(N, kick, dt=0.25, x=v if step < 12 else x, v=v)
+            total = pk.parallel_reduce(N, ut_sum, x=v)  # needs both calls: one partition
+            seen.append((float(total), float(x[2])))
+            stats = pk.stats()
+            marks.append((stats["ops_traced"], stats["calls_untraced"]))
+        return seen, marks
+
+    (expected, _), (got, marks), stats, text = fused_under(lambda: costed_clock(10.0), program)
+    assert got == expected
+    per_step = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(marks, marks[1:])]  # per_step[k]: step k + 1
+    assert per_step[9:11] == [(0, 3)] * 2, (per_step, text)  # steps 10 and 11: decided, untraced
+    assert per_step[11] == (2, 1), (per_step, text)  # step 12: push untraced, then kick with two Views where the
+    # template had one is no repetition: it and the reduction are traced
+
+
 def test_a_call_that_leaves_an_untraced_timing_goes_the_ordinary_way(measured):
     def program():  # step 7 would be the first untraced timing; its first call passes another dt
         return time_steps(12, dt=lambda step: 0.25 if step == 6 else 0.5)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import kfuse as pk
+from kfuse import views
 from kfuse.views import View
 
 pytestmark = pytest.mark.backend("python")
@@ -129,3 +130,22 @@ def test_a_view_of_a_users_array_has_its_pointer_and_byte_range(make):
         assert [(e.lo, e.hi) for e in escape.covering(*view.bounds)] == [tuple(escape.byte_bounds(array))]
     else:
         assert view.bounds == (ptr, ptr)
+
+
+def test_views_of_one_kind_share_one_sig_and_other_kinds_do_not():
+    """A View's ``sig`` (what kernels specialise on) is one tuple per kind, however the View was made, so each call's
+    comparison of sigs finds them identical at once; Views of another dtype, rank, layout or trait have another."""
+    kinds = {
+        "f64 1-d": [pk.from_numpy(np.zeros(4)), pk.View([7], pk.double), pk.zeros(3), pk.from_numpy(np.ones(9))[2:5]],
+        "f64 2-d": [pk.from_numpy(np.zeros((2, 3))), pk.View([4, 4], pk.double)],
+        "f64 2-d strided": [pk.from_numpy(np.zeros((4, 6))[:, ::2]), pk.from_numpy(np.zeros((3, 8))[:, 1::3])],
+        "i32 1-d": [pk.from_numpy(np.zeros(4, dtype=np.int32)), pk.View([5], pk.int32)],
+        "f64 1-d atomic": [pk.View([4], pk.double, trait=pk.Atomic), pk.View([6], pk.double, trait=pk.Atomic)],
+    }
+    firsts = []
+    for name, made in kinds.items():
+        assert all(view.sig is made[0].sig for view in made), name
+        assert made[0].sig == views._sig_of(made[0].dtype, made[0].ndim, made[0].storage,
+                                            made[0].trait is views.Trait.Atomic), name
+        firsts.append(made[0].sig)
+    assert len(set(firsts)) == len(firsts)

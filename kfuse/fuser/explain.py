@@ -81,11 +81,11 @@ def record(rt, calls, plan, seconds: float, how: str, fused: bool) -> FlushRecor
 
 def rerun(rt, kept: FlushRecord, positions: list) -> FlushRecord:
     """The account of a flush rerun from ``kept``, the record of the flush it repeats (kfuse/rerun.py), whose calls
-    were the program's ``positions``."""
+    were the program's ``positions``. It shares ``kept``'s tables: a record is complete once its flush ran, and
+    nothing changes them after (a rerun's own notes are its own)."""
     rt.flush_count += 1
     rec = FlushRecord(rt.flush_count, kept.call_names, kept.groups, kept.boundaries, 0.0, "rerun", kept.fused,
-                      dict(kept.kernels), [], dict(kept.unstored), dict(kept.choices), dict(kept.parts),
-                      positions=positions)
+                      kept.kernels, [], kept.unstored, kept.choices, kept.parts, positions=positions)
     rt.records.append(rec)
     if rt.record_sink is not None:
         rt.record_sink.append(rec)
