@@ -34,7 +34,8 @@ Under ``KFUSE_PROFIT=measure`` a template whose partition is the whole flush (no
 against running its calls untraced (kfuse/untraced.py ``Trial``): a repetition run untraced launches each call's
 own kernel as the call is made, once nothing is pending -- what the program does with fusion off, so it needs no
 View check beyond the kernel's specialisation (dtype, rank, layout, trait, shape and strides, for the timings'
-sake). A call that leaves the template ends the untraced repetition and goes the ordinary way.
+sake). A call that leaves the template ends the untraced repetition and goes the ordinary way. A template none of
+whose launches runs calls fused runs untraced from the start (untraced.lone).
 """
 from __future__ import annotations
 
@@ -239,6 +240,18 @@ class _Match:
             launch[2] = tuple(passed)
             if launch[6] is not None:
                 launch[6] = launch[0].packed(launch[1], launch[2])
+
+
+def _record_untraced(rt, kept, words: str, timed: bool) -> None:
+    """explain()'s account of a kept flush (``kept``: its record) decided untraced (the repetitions leave no record
+    of their own): by its timings, its groups of several calls say why; by rule (none fused), its notes do, and each
+    group keeps what decided it."""
+    choices = {g[0]: words for g in kept.groups if len(g) > 1} if timed else kept.choices
+    record = replace(kept, how="untraced", analysis_seconds=0.0, kernels={}, notes=[] if timed else [words],
+                     provisional=set(), choices=choices, positions=None)
+    rt.records.append(record)
+    if rt.record_sink is not None:
+        rt.record_sink.append(record)
 
 
 def _slots_of(head: tuple, made: list):
@@ -469,14 +482,8 @@ class Rerun:
                                len(template.steps))
         if trial.untraced is not None:
             rt.counts["profit_decided"] += 1
-        if not words:
-            return
-        kept = template.record
-        record = replace(kept, how="untraced", analysis_seconds=0.0, kernels={}, notes=[], provisional=set(),
-                         choices={g[0]: words for g in kept.groups if len(g) > 1}, positions=None)
-        rt.records.append(record)
-        if rt.record_sink is not None:
-            rt.record_sink.append(record)
+        if words:
+            _record_untraced(rt, template.record, words, True)
 
     def _drop(self, template: Template) -> None:
         """No more reruns of ``template`` (its first workunit's calls then cost no look while none is left)."""
@@ -608,6 +615,8 @@ class Rerun:
             tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
             _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
             untraced.Trial() if config.PROFIT.get() == "measure" and not (head or tail or waiting) else None)
+        if template.trial is not None and all(len(members) == 1 for *_, members in launches):
+            _record_untraced(rt, template.record, untraced.lone(template.trial), False)
         key = id(steps[0].workunit)
         listed = [t for t in self.templates.get(key, ())
                   if t.form != template.form or t.settings != template.settings][1 - _PER_WORKUNIT:]

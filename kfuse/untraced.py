@@ -12,21 +12,21 @@ because a check is dear: once one call is traced, every later call waits in the 
 lone calls read once is traced whole (about 2.5 times its eager time); untraced for 64 times as many calls, such
 checks cost about 2% of its time.
 An untraced reduction or scan returns a Future whose value is known, as a traced one would (once run).
-Two flushes, because the second of a repeated partition is kept as a template (kfuse/rerun.py) and judged by
-measurement (below): rerun, its lone kernels launch back to back at the host access and each call is only
-compared, which can beat running them as they come (measured: jacobi_1d's 40 lone stencil calls a run, rerun 3%
-faster than eager, untraced 8% slower); a flush so judged counts for no streak (``judged``).
+Two flushes, because the second of a repeated partition is kept as a template (kfuse/rerun.py) and judged whole
+(below), which is cheaper than these streaks: its repetitions are compared with the template call by call, with no
+binding; a flush so judged counts for no streak (``judged``).
 
 A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFIT=measure``): its repetitions are rerun
 (calls counted, the kept fused kernels launched at the host access) or run untraced (each call launched at once, as it
 is made), in the order untraced, rerun, rerun, untraced, ... (``runs_untraced``), each timed from the first call to the
 end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings, more when the two are close (``Trial``,
-fuser/profit.py ``timings_wanted``). The best of each side decides for that flush: a loop of tiny kernels, where
-counting calls and checking Views costs more than fusing saves, then runs as with fusion off, each repetition the way
-its untraced timings ran (each call compared with the template's step and launched at once with the kept arguments, no
-binding), for ``MAX_BACKOFF`` calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a
-streak's call is bound as an eager one is, which the trial did not time (jacobi_1d_statements, 40 lone stencil calls a
-run, 2 threads: 1.08x eager that way, where the trial had measured the template's way faster than rerun).
+fuser/profit.py ``timings_wanted``). A flush that runs no kernel fused is decided untraced at once (``lone``). The
+best of each side decides for the others: a loop of tiny kernels, where counting calls and checking Views costs more
+than fusing saves, then runs as with fusion off, each repetition the way its untraced timings ran (each call
+compared with the template's step and launched at once with the kept arguments, no binding), for ``MAX_BACKOFF``
+calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a streak's call is bound as
+an eager one is, which the trial did not time (jacobi_1d_statements, 40 lone stencil calls a run, 2 threads: 1.08x
+eager that way, where the trial had measured the template's way faster than rerun).
 """
 from __future__ import annotations
 
@@ -88,12 +88,24 @@ class Trial:
     untraced_s: list = field(default_factory=list)
     untraced: bool | None = None
     left: int = 0
+    settled: bool = False  # decided untraced without timings, for good (``lone``)
+
+
+def lone(trial: Trial) -> str:
+    """Decide a flush none of whose kernels runs fused untraced, for good; explain()'s words. Its rerun would launch
+    the same kernels one by one, only later, after counting the calls: all it can save is binding (an untraced
+    repetition has none either), while matching the calls and rerunning cost more than launching as they come
+    (jacobi_1d_statements, 40 stencil calls a run, 1 thread: rerun 1.11x the untraced median, 1.16x at the 5th
+    percentile). Timing the two would only let noise pick the dearer one."""
+    trial.untraced, trial.settled = True, True
+    return "run untraced: none of its kernels runs fused, so tracing its calls could only cost"
 
 
 def ran_untraced(trial: Trial) -> None:
-    """One repetition of a flush decided untraced ran; after the last of ``left``, the flush is timed again."""
+    """One repetition of a flush decided untraced ran; after the last of ``left``, the flush is timed again (one
+    ``settled`` never is)."""
     trial.left -= 1
-    if trial.left <= 0:
+    if trial.left <= 0 and not trial.settled:
         trial.traced_s.clear()
         trial.untraced_s.clear()
         trial.untraced = None

@@ -235,6 +235,36 @@ def test_an_untraced_repetition_keeps_one_view_where_the_template_had_one(measur
     # template had one is no repetition: it and the reduction are traced
 
 
+@pk.workunit
+def ut_shift(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i + 1]
+
+
+def test_a_repeated_flush_that_fuses_nothing_runs_untraced_without_timings(measured):
+    """``ut_shift`` reads x[i + 1], which ``ut_double`` then writes: no group forms. The flush's rerun could only
+    launch the same two kernels later, so its repetitions run untraced at once (untraced.lone), whatever a timing
+    would say (here traced calls cost nothing on the clock), and explain() says why."""
+    def program():
+        x, y = view_of(np.linspace(0.0, 1.0, N + 1)), view_of(np.zeros(N))
+        seen, marks = [], []
+        for _ in range(6):
+            pk.parallel_for(N, ut_shift, x=x, y=y)
+            pk.parallel_for(N + 1, ut_double, x=x)
+            pk.fence()
+            seen.append((float(y[3]), float(x[5])))
+            stats = pk.stats()
+            marks.append((stats["ops_traced"], stats["calls_untraced"]))
+        return seen, marks
+
+    (expected, _), (got, marks), stats, text = fused_under(lambda: costed_clock(0.0, fused=1.0, single=5.0),
+                                                           program)
+    assert got == expected
+    per_step = [(b[0] - a[0], b[1] - a[1]) for a, b in zip([(0, 0)] + marks, marks)]
+    assert per_step == [(2, 0), (2, 0)] + [(0, 2)] * 4, per_step  # traced, kept (replayed), then untraced
+    assert stats["profit_trials"] == 0, stats
+    assert "! run untraced: none of its kernels runs fused" in text, text
+
+
 def test_a_call_that_leaves_an_untraced_timing_goes_the_ordinary_way(measured):
     def program():  # step 7 would be the first untraced timing; its first call passes another dt
         return time_steps(12, dt=lambda step: 0.25 if step == 6 else 0.5)
