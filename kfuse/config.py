@@ -46,6 +46,18 @@ class Setting:
         return value
 
 
+class Watch:
+    """The raw environment values of some settings, read at once: while they and the runtime's own choices stand,
+    the settings parsed from them stand too (``Setting.get`` parses only a value it has not seen). Cheaper than
+    asking each setting, for a check made at every repetition of a loop (kfuse/rerun.py)."""
+
+    def __init__(self, *settings: Setting):
+        self._keys = tuple(os.environ.encodekey(s.name) for s in settings)
+
+    def now(self) -> tuple:
+        return tuple(map(os.environ._data.get, self._keys))
+
+
 def _tristate(raw: str):
     """'0' forces off, '1' forces on, 'auto' leaves the program in charge."""
     if raw.lower() in ("1", "on", "true", "yes"):

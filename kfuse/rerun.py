@@ -116,8 +116,18 @@ class Template:
     trial: untraced.Trial | None  # rerun or run untraced (module docstring), for a partition that is the whole flush
 
 
-def _settings() -> tuple:
-    return config.MAX_GROUP.get(), config.PROFIT.get(), transforms.enabled()
+_WATCHED = config.Watch(config.MAX_GROUP, config.PROFIT, config.TRANSFORMS)
+_known: list = [None, None, None]  # the watched raw values, a runtime's transform set, and the settings they give
+
+
+def _settings(rt) -> tuple:
+    """What ``rt``'s plans and kernels are made under: KFUSE_MAX_GROUP, KFUSE_PROFIT and the transform set (read
+    again only when the environment or the runtime's choice changed: every repetition asks)."""
+    raw, chosen = _WATCHED.now(), rt.transforms
+    if chosen is not _known[1] or raw != _known[0]:
+        _known[:] = raw, chosen, (config.MAX_GROUP.get(), config.PROFIT.get(),
+                                  chosen if chosen is not None else transforms.from_environment())
+    return _known[2]
 
 
 def _same_scalar(got, want) -> bool:
@@ -350,9 +360,12 @@ class Rerun:
             listed = self.templates.get(id(args[1]))
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
-            settings, space = _settings(), rt.default_space
-            listed = [t for t in listed if t.space is space and t.settings == settings]
-            if not listed:
+            settings, space = _settings(rt), rt.default_space
+            if len(listed) != 1:
+                listed = [t for t in listed if t.space is space and t.settings == settings]
+                if not listed:
+                    return MISS
+            elif listed[0].space is not space or listed[0].settings != settings:
                 return MISS
             entries = rt.logged.entries
             if not entries and rt.batch is None:
@@ -613,7 +626,7 @@ class Rerun:
             slot_views, [v.ptr for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
             tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
-            _settings(), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
+            _settings(rt), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
             untraced.Trial() if config.PROFIT.get() == "measure" and not (head or tail or waiting) else None)
         if template.trial is not None and all(len(members) == 1 for *_, members in launches):
             _record_untraced(rt, template.record, untraced.lone(template.trial), False)

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kfuse as pk
-from kfuse import context
+from kfuse import config, context, rerun
+from kfuse.transforms import manager as transforms
 from kfuse.errors import DeferredError, KernelFault, LaunchError
 from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
 
@@ -789,3 +790,31 @@ def test_array_operation_reductions_a_rerun_matches_deliver_their_value():
     sums = [float(np.sum(2.0 * v)) for _, v in numpy_pushes(8)]
     np.testing.assert_allclose(got[0], sums, rtol=1e-12, atol=1e-12)
     assert stats["array_ops_recorded"] == 16  # the reductions were logged behind the pending push
+
+
+def test_the_settings_a_repetition_is_compared_under_follow_the_environment_and_the_runtime(monkeypatch):
+    """``rerun._settings`` reads the settings again only when their raw environment values or the runtime's
+    transform set changed; every such change shows in its answer, as reading each setting would."""
+    rt = context.current()
+    monkeypatch.delenv("KFUSE_MAX_GROUP", raising=False)
+    monkeypatch.delenv("KFUSE_TRANSFORMS", raising=False)
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")
+    default = rerun._settings(rt)
+    assert default == (config.MAX_GROUP.get(), "measure", frozenset(transforms.NAMES))
+    monkeypatch.setenv("KFUSE_MAX_GROUP", "3")
+    assert rerun._settings(rt) == (3, "measure", frozenset(transforms.NAMES))
+    monkeypatch.setenv("KFUSE_PROFIT", "off")
+    assert rerun._settings(rt) == (3, "off", frozenset(transforms.NAMES))
+    monkeypatch.setenv("KFUSE_TRANSFORMS", "args,loops")
+    assert rerun._settings(rt) == (3, "off", frozenset({"args", "loops"}))
+    pk.set_transforms(["restrict"])
+    try:
+        assert rerun._settings(rt) == (3, "off", frozenset({"restrict"}))
+    finally:
+        pk.set_transforms(None)
+    monkeypatch.setenv("KFUSE_TRANSFORMS", "none")
+    assert rerun._settings(rt) == (3, "off", frozenset())
+    monkeypatch.delenv("KFUSE_MAX_GROUP")
+    monkeypatch.delenv("KFUSE_TRANSFORMS")
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")
+    assert rerun._settings(rt) == default

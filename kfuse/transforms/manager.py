@@ -41,10 +41,13 @@ _from_environment = ("", frozenset())  # KFUSE_TRANSFORMS's text parsed last, an
 
 def enabled() -> frozenset:
     """The transforms fused kernels get in the runtime in charge."""
-    global _from_environment
     chosen = context.current().transforms
-    if chosen is not None:
-        return chosen
+    return chosen if chosen is not None else from_environment()
+
+
+def from_environment() -> frozenset:
+    """KFUSE_TRANSFORMS's set (a runtime follows it unless ``pk.set_transforms`` chose one)."""
+    global _from_environment
     text = config.TRANSFORMS.get()
     if text is not _from_environment[0]:
         _from_environment = (text, parse(text))
