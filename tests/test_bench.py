@@ -1,6 +1,7 @@
 """The benchmark driver and the demo, run as a user would (subprocesses): the bench's JSON carries every
 field the reports promise, its PNG is a real image, and the demo validates its results and exits 0."""
 import json
+from collections import Counter
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +201,42 @@ def test_a_trace_run_places_each_launch_at_its_call_and_skips_a_flush_that_does_
            "launches": [("a", 1.0, False, 13, 1), ("b", 2.0, False, 13, 1), ("c", 3.0, False, 15, 2),
                         ("x", 4.0, False, 15, 2)]}  # flush 2 launched another kernel than its second call's
     assert measure._traced_places([run]) == [{0: ("a", 1.0), 2: ("b", 2.0)}]
+
+
+def test_the_modes_take_turns_so_each_runs_in_each_place_and_after_each_other_mode_equally_often(monkeypatch):
+    """A mode that always ran in one place, or right after the same mode, would pay (or gain) for it at every
+    repeat: over 8 repeats of the 4 modes each mode runs twice in each place, and right after each other mode twice
+    within a repeat."""
+    from kfuse.bench import measure, subjects
+
+    order = []
+    real = measure.run_once
+
+    def run_once(go, mode, transforms):
+        order.append(f"{mode}:{transforms}")
+        return real(go, mode, transforms)
+
+    monkeypatch.setattr(measure, "run_once", run_once)
+    monkeypatch.setattr(measure, "repeats_for", lambda asked, seconds: asked)
+    subject = subjects.load("paper_fig2")
+    measure.measure(subjects.Subject(subject.name, subject.prepare), "small", 8)
+    modes = ["eager:None", "trace:None", "uo:none", "o:all"]
+    rounds = [order[-32:][k:k + 4] for k in range(0, 32, 4)]
+    assert all(sorted(r) == sorted(modes) for r in rounds), rounds
+    for place in range(4):
+        assert sorted(r[place] for r in rounds) == sorted(modes * 2), (place, rounds)
+    pairs = Counter((a, b) for r in rounds for a, b in zip(r, r[1:]))
+    assert pairs == {(a, b): 2 for a in modes for b in modes if a != b}, (pairs, rounds)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7])
+def test_each_cycle_of_turn_orders_is_a_williams_design(n):
+    from kfuse.bench import measure
+
+    cycle = n if n % 2 == 0 else 2 * n
+    orders = [measure.turn_order(list(range(n)), r) for r in range(cycle)]
+    assert measure.turn_order(list(range(n)), cycle) == orders[0]
+    for place in range(n):
+        assert Counter(o[place] for o in orders) == {m: cycle // n for m in range(n)}
+    pairs = Counter((a, b) for o in orders for a, b in zip(o, o[1:]))
+    assert pairs == {(a, b): cycle // n for a in range(n) for b in range(n) if a != b}

@@ -10,9 +10,10 @@ no group is being timed any more, so the timed runs follow settled decisions. Ea
 decided it; a group kept apart is reported as such, with its members' launches as its kernel time.
 
 Each fused mode runs on a runtime of its own (``engine.Runtime`` over the same backend, so kernels are shared):
-the modes' runs alternate, and on one runtime each mode's repeated flushes, untraced streaks and decisions would
-evict or reset the others' (a uo run's templates push out the o run's, whose next run is then traced and timed
-again), so no mode would reach the steady state a program running in that mode alone has.
+the modes' runs alternate (in orders that vary by repeat, ``turn_order``), and on one runtime each mode's
+repeated flushes, untraced streaks and decisions would evict or reset the others' (a uo run's templates push out the
+o run's, whose next run is then traced and timed again), so no mode would reach the steady state a program running
+in that mode alone has.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from . import subjects
 
 MODES = (("eager", None), ("trace", None), ("uo", "none"), ("o", "all"))
 SAMPLE_S = 0.25  # seconds of timed runs per mode, at least (``repeats_for``)
-MOST_REPEATS = 200
+MOST_REPEATS = 1000
 
 
 def log(msg: str) -> None:
@@ -163,7 +164,8 @@ def _base(mode: str) -> str:
 
 def repeats_for(asked: int, run_seconds: float) -> int:
     """Timed runs per mode: at least ``asked``, and enough that a mode's runs take ``SAMPLE_S`` (up to
-    ``MOST_REPEATS``): a median of 9 runs of half a millisecond moved by 10% from run to run of the bench."""
+    ``MOST_REPEATS``): a median of 9 runs of half a millisecond moved by 10% from run to run of the bench, and of 200
+    runs on 16 cores by 3% (mvt_statements: 0.965 and 0.938 of eager in two lent-host runs of the bench)."""
     return max(asked, min(MOST_REPEATS, int(SAMPLE_S / max(run_seconds, 1e-9))))
 
 
@@ -187,7 +189,7 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
         repeat = repeats_for(repeat, min(run_once(go, "eager", None)["seconds"] for _ in range(3)))
     for r in range(repeat):
         log(f"{subject.name}: repeat {r + 1}/{repeat}")
-        for m, t in modes:
+        for m, t in turn_order(modes, r):
             with context.using(own[m]):
                 runs[m].append(run_once(go, _base(m), t))
     result = {"size": size, "repeat": repeat}
@@ -210,6 +212,24 @@ def measure(subject: subjects.Subject, size: str, repeat: int) -> dict:
         np_go()
         result["numpy_s"] = spread(np_go() for _ in range(repeat))
     return result
+
+
+def turn_order(modes: list, r: int) -> list:
+    """Repeat ``r``'s order of the modes, so that no mode pays (or gains) by always running in one place or right
+    after the same mode: over each cycle of orders (a Williams design: ``len(modes)`` of them, twice as many for an
+    odd count), each mode runs in each place, and right after each other mode, equally often."""
+    n = len(modes)
+    first, low, high = [0], 1, n - 1  # 0, 1, n - 1, 2, n - 2, ...: each step between neighbours is another
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    orders = [[(k + shift) % n for k in first] for shift in range(n)]
+    if n % 2:
+        orders += [order[::-1] for order in orders]
+    return [modes[k] for k in orders[r % len(orders)]]
 
 
 def _runtimes(modes) -> dict:
