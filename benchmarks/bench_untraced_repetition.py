@@ -5,6 +5,9 @@ timings halved before they are compared). Eager and fused take turns in one proc
 each part of a run (making the Views, the calls, the fence, the reads) per mode.
 
     KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_untraced_repetition.py [--calls 2] [--runs 4000]
+        [--no-kernels]
+
+``--no-kernels`` replaces every launch by a call that returns at once, after the warm-up: the host's cost alone.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import numpy as np
 import kfuse as pk
 from kfuse import context, engine, untraced
 from kfuse.bench import measure
+from kfuse.runtime import launch
 
 PARTS = ("from_numpy", "calls", "fence", "reads", "total")
 
@@ -39,6 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2, help="kernel calls a run (even)")
     parser.add_argument("--runs", type=int, default=4000)
+    parser.add_argument("--no-kernels", action="store_true", help="launches return at once (host cost alone)")
     args = parser.parse_args()
     x_in = np.ones(64)
     x_in.flags.writeable = False
@@ -64,6 +69,8 @@ def main() -> None:
     own = engine.Runtime(backend=context.current().backend)
     with context.using(own):
         measure.settle(lambda: run([0.0] * len(PARTS)), "all")
+    if args.no_kernels:
+        launch.CompiledKernel.launch = lambda self, bounds, passed, packed=None: ()
     best = {"eager": [float("inf")] * len(PARTS), "o": [float("inf")] * len(PARTS)}
     gc.disable()
     for _ in range(args.runs):
@@ -73,8 +80,9 @@ def main() -> None:
     gc.enable()
     with context.using(own):
         stats = pk.stats()
-    print(f"{args.calls} calls a run, best of {args.runs} runs each, load average {os.getloadavg()[0]:.2f}; fused "
-          f"calls: {stats['calls_untraced']} untraced, {stats['ops_traced']} traced or rerun")
+    print(f"{args.calls} calls a run{' (no kernels)' if args.no_kernels else ''}, best of {args.runs} runs each, "
+          f"load average {os.getloadavg()[0]:.2f}; fused calls: {stats['calls_untraced']} untraced, "
+          f"{stats['ops_traced']} traced or rerun")
     for mode, label in (("eager", "eager"), ("o", "untraced")):
         print(f"{label:9s}" + "  ".join(f"{part} {us:7.2f} us" for part, us in zip(PARTS, best[mode])))
 

@@ -93,10 +93,9 @@ class Trial:
 
 def lone(trial: Trial) -> str:
     """Decide a flush none of whose kernels runs fused untraced, for good; explain()'s words. Its rerun would launch
-    the same kernels one by one, only later, after counting the calls: all it can save is binding (an untraced
-    repetition has none either), while matching the calls and rerunning cost more than launching as they come
-    (jacobi_1d_statements, 40 stencil calls a run, 1 thread: rerun 1.11x the untraced median, 1.16x at the 5th
-    percentile). Timing the two would only let noise pick the dearer one."""
+    the same kernels one by one, only later, after counting the calls: all it can save is binding, which an untraced
+    repetition skips too (jacobi_1d_statements, 40 stencil calls a run, forced each way, 1 thread here: the same
+    median, 240-241 us). Timing the two costs their timings and lets noise pick either, for 65,536 calls."""
     trial.untraced, trial.settled = True, True
     return "run untraced: none of its kernels runs fused, so tracing its calls could only cost"
 
