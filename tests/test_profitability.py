@@ -658,3 +658,13 @@ def test_verify_removes_a_damaged_decision_and_keeps_a_good_one(tmp_path, monkey
     path.write_text(path.read_text().replace('"trials": 3', '"trials": 0'))
     assert verify.main() == 0
     assert [p.stem for p in tmp_path.rglob("*.json")] == [good] and "removed (is damaged" in capsys.readouterr().out
+
+
+def test_a_measurement_is_timed_longer_while_close_or_while_its_medians_disagree_with_its_best_times():
+    from kfuse.fuser import profit
+
+    assert profit.timings_wanted([1.0], [2.0], 3) == 3  # not yet three each
+    assert profit.timings_wanted([1.0, 1.0, 1.1], [1.2, 1.3, 1.2], 3) == 3  # clear, best and median agree
+    assert profit.timings_wanted([1.0, 1.02, 1.01], [1.03, 1.04, 1.03], 3) == 3 * profit.MORE  # within 5%
+    assert profit.timings_wanted([0.8, 1.3, 1.3], [1.0, 1.0, 1.0], 3) == 3 * profit.MORE  # one lucky timing
+    assert profit.timings_wanted([1.3, 1.3, 0.8, 0.9, 0.85], [1.0, 1.0, 1.0, 1.0, 1.0], 3) == 3  # the medians agree now

@@ -313,10 +313,19 @@ def test_a_close_trial_times_more_repetitions_and_a_clear_one_does_not():
     assert close.untraced is False and sides.count(True) == sides.count(False) == 2 * untraced.MORE
     assert sides[:4] == [True, False, False, True]
     turned = untraced.Trial()  # close at two each; the next untraced timings pull clear: decided at three each
-    for side, seconds in ((True, 1.02), (False, 1.0), (False, 1.0), (True, 1.03), (False, 1.01), (True, 0.8)):
+    for side, seconds in ((True, 0.98), (False, 1.0), (False, 1.0), (True, 1.03), (False, 1.01), (True, 0.8)):
         assert untraced.runs_untraced(turned, 2) is side
         untraced.timed(turned, side, seconds, 2)
     assert turned.untraced is True and len(turned.untraced_s) == 3
+    split = untraced.Trial()  # one lucky untraced timing makes its best while its median is worse than rerun's
+    for side, seconds in ((True, 1.02), (False, 1.0), (False, 1.0), (True, 1.03), (False, 1.01), (True, 0.8)):
+        untraced.timed(split, side, seconds, 2)
+    assert split.untraced is None  # clear by the best alone, which turned's same timings but one would decide
+    for k in range(3):  # timed on, up to MORE times as many, each side having its chance of a lucky timing
+        assert split.untraced is None, k
+        untraced.timed(split, False, 1.0, 2)
+        untraced.timed(split, True, 1.03, 2)
+    assert split.untraced is True and len(split.untraced_s) == len(split.traced_s) == 2 * untraced.MORE
 
 
 def test_a_flush_decided_untraced_is_timed_again_after_its_repetitions():

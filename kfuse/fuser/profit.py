@@ -10,7 +10,7 @@ never changes a result, only the time.
 - ``measure``: the model first; then, for a group the model lets fuse, its occurrences run fused and apart in the order
   fused, apart, apart, fused, apart, fused, ... (``first_side_next``; each occurrence runs once, on the program's own
   data, so kernels like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings (more while the two
-  are close: ``timings_wanted``); the best of each side decides, for this
+  are close or their medians disagree with their best: ``timings_wanted``); the best of each side decides, for this
   process and, through the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count
   as timings of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
   and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused wins when it
@@ -24,6 +24,7 @@ before the clock starts; every launch ends with a fence), so tests can inject a 
 """
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass, field
 
@@ -117,15 +118,18 @@ def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
 
 def timings_wanted(first: list, second: list, trials: int) -> int:
     """Timings each side of a measurement needs: ``trials``, and while the two sides' best times are within
-    ``CLOSE`` of each other, up to ``MORE`` times as many (deciding as soon as one pulls clear). A group's or a
-    flush's time moves by 10-20% from one occurrence to the next (jacobi_1d's repeated flush, 2 threads: 13.8-20.4
-    ms), so three each cannot reliably tell differences of a few percent; a close call costs a few more
-    occurrences, each run one of the two right ways."""
+    ``CLOSE`` of each other, or their medians rank them the other way round, up to ``MORE`` times as many (deciding
+    as soon as one pulls clear). A group's or a flush's time moves by 10-20% from one occurrence to the next
+    (jacobi_1d's repeated flush, 2 threads: 13.8-20.4 ms; on a lent host's 16 cores a tiny subject's runs spread
+    0.3-0.5 ms around the same median), so three each cannot reliably tell differences of a few percent, and one
+    lucky timing can make a side's best; a close or split call costs a few more occurrences, each run one of the
+    two right ways."""
     trials = max(1, trials)
     if min(len(first), len(second)) < trials:
         return trials
     a, b = min(first), min(second)
-    return trials if max(a, b) > CLOSE * min(a, b) else MORE * trials
+    clear = max(a, b) > CLOSE * min(a, b) and (a < b) == (statistics.median(first) < statistics.median(second))
+    return trials if clear else MORE * trials
 
 
 def waits_for_repayment(choice: Choice) -> bool:
