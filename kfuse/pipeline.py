@@ -239,8 +239,7 @@ def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
         return
     entry.stored_as = stored_as
     if found is not None:
-        entry.decision = profit.decided(found["fused_s"], found["apart_s"], found["trials"], "remembered",
-                                        found["fused_k"], found["apart_k"])
+        profit.recall(entry, found["fused_s"], found["apart_s"], found["fused_k"], found["apart_k"])
         counters.bump("profit_remembered")
 
 

@@ -91,8 +91,9 @@ def test_trials_go_fused_apart_apart_fused_then_the_faster_side_is_kept():
 
 def test_a_tie_fuses_and_model_mode_never_times():
     assert profit.decided(1.0, 1.0, 3, "measured").fused
-    assert profit.decided(1.0, 2.0, 3, "remembered").text == (
-        "fused: measured 2.00x faster fused (best of 3 trial(s) each way; remembered from an earlier process)")
+    assert profit.decided(1.0, 2.0, 2, "rechecked").text == (
+        "fused: measured 2.00x faster fused (best of 2 trial(s) each way; one each way remembered from an earlier "
+        "process)")
     entry = profit.Entry()
     choice = profit.choose(entry, "model", 3, lambda runs: (False, "unfused: model"))
     assert not choice.fused and not choice.timed and choice.rule == "model"
@@ -373,6 +374,8 @@ _SCRIPT = textwrap.dedent('''
     counts = context.current().counts
     if sys.argv[1] == "slow-fused":
         context.current().profit.clock = lambda: 9 * counts["fused_kernels_launched"] + counts["kernels_launched"]
+    elif sys.argv[1] == "fast-fused":
+        context.current().profit.clock = lambda: counts["kernels_launched"] - 0.5 * counts["fused_kernels_launched"]
     pk.enable_fusion()
     a, b, c = pk.View([256]), pk.View([256]), pk.View([256])
     b.fill(1.0)
@@ -401,11 +404,23 @@ def test_a_measured_decision_is_kept_for_the_next_process(tmp_path):
     files = list((tmp_path / "cache" / "decisions").rglob("*.json"))
     assert len(files) == 1 and oct(files[0].stat().st_mode & 0o777) == "0o600"
 
-    second = _run(tmp_path, "real-clock", 2)  # its own clock would time afresh; the kept decision is used
-    assert second["stats"]["profit_remembered"] == 1 and second["stats"]["profit_trials"] == 0
-    assert second["stats"]["groups_unfused"] == 2 and second["stats"]["fused_kernels_launched"] == 0
-    assert "2 calls run apart" in second["explain"] and "remembered from an earlier process" in second["explain"]
-    assert second["a0"] == 2.0
+    second = _run(tmp_path, "slow-fused", 3)  # starts from the kept times, times one more each way, decides again
+    assert second["stats"]["profit_remembered"] == 1 and second["stats"]["profit_trials"] == 2
+    assert second["stats"]["profit_decided"] == 1 and second["stats"]["fused_kernels_launched"] == 1
+    assert second["stats"]["groups_unfused"] == 2  # its timing apart, then the decision's
+    assert ("2 calls run apart; calls 0..1; unfused: measured 5.00x slower fused (best of 2 trial(s) each way; one "
+            "each way remembered from an earlier process)") in second["explain"]
+    assert second["a0"] == 3.0
+
+    files[0].write_text(files[0].read_text().replace('"fused_s": 10.0', '"fused_s": 1000.0'))  # as if measured
+    # while the machine was disturbed: the next process times on (best and median disagree: timings_wanted) and
+    # its own fused timings replace it
+    fourth = _run(tmp_path, "fast-fused", 8)
+    assert fourth["stats"]["profit_remembered"] == 1
+    assert ("fused 2 calls; calls 0..1; fused: measured 4.00x faster fused (best of 3 trial(s) each way; one each way "
+            "remembered from an earlier process)") in fourth["explain"], fourth["explain"]
+    kept = json.loads(files[0].read_text())["entry"]
+    assert kept["fused"] is True and (kept["fused_s"], kept["apart_s"], kept["trials"]) == (0.5, 2.0, 3)
 
     files[0].write_text(files[0].read_text().replace("true", "1").replace("false", "0"))  # damaged: measured again
     third = _run(tmp_path, "slow-fused", 2)

@@ -1,4 +1,5 @@
-"""Measured profitability decisions kept across processes (fuser/profit.py decides; this stores).
+"""Measured profitability decisions kept across processes (fuser/profit.py decides, and a later process starts from
+the kept times, ``profit.recall``; this stores).
 
 One small JSON file per group signature, ``decisions/<digest[:2]>/<digest>.json`` in the cache folder,
 holding the best fused and apart times (wall time, and kernel time where the backend times its kernels) and the

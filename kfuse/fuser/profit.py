@@ -11,7 +11,8 @@ never changes a result, only the time.
   fused, apart, apart, fused, apart, fused, ... (``first_side_next``; each occurrence runs once, on the program's own
   data, so kernels like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings (more while the two
   are close or their medians disagree with their best: ``timings_wanted``); the best of each side decides, for this
-  process and, through the cache folder (compiler/decisions.py), for later ones. Occurrences the model runs apart count
+  process and, through the cache folder (compiler/decisions.py), for later ones, which time one more occurrence each
+  way before deciding again (``recall``). Occurrences the model runs apart count
   as timings of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
   and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused wins when it
   is no slower by the first and at most ``KERNEL_SLACK`` slower by the second: the launches saved cost the same at every
@@ -33,6 +34,7 @@ from . import cost
 _KEPT = 4096  # signatures remembered in a process; a program whose sizes change every step must not grow forever
 CLOSE = 1.05  # a measurement's two best times this close: more timings (timings_wanted)
 MORE = 3
+RECHECK = 2  # timings each way of a group whose first ones an earlier process kept (``recall``)
 KERNEL_SLACK = 1.05  # the fused kernel may take this much longer than its members' (the timer's spread between
 #                      best-of-trials runs; issue 16 allows a group no lower than 0.95x)
 
@@ -40,8 +42,9 @@ KERNEL_SLACK = 1.05  # the fused kernel may take this much longer than its membe
 @dataclass(frozen=True)
 class Choice:
     """How one occurrence of a group runs. ``rule``: what decided ("off", "model", "trial", "measured",
-    "remembered"); ``text``: explain()'s words, starting "fused:" or "unfused:" (empty for "off"); ``timed``:
-    time this run and report it with ``timed``; ``entry``: the signature's state the timing goes to."""
+    "rechecked": measured, starting from an earlier process's best times); ``text``: explain()'s words, starting
+    "fused:" or "unfused:" (empty for "off"); ``timed``: time this run and report it with ``timed``; ``entry``: the
+    signature's state the timing goes to."""
 
     fused: bool
     rule: str
@@ -67,6 +70,7 @@ class Entry:
     stored_as: str = ""  # the decision's key in the cache folder (compiler/decisions.py)
     estimate: cost.Estimate | None = None  # once the fused kernel is built, its compile costs nothing more
     fused_ready: bool | None = None  # whether the backend's cache held the fused kernel when first asked
+    recalled: bool = False  # its first timing each way is an earlier process's best (``recall``)
 
 
 class Book:
@@ -99,13 +103,27 @@ def kernel_time(kernels) -> float | None:
     return total
 
 
+def recall(entry: Entry, fused_s: float, apart_s: float, fused_k: float | None, apart_k: float | None) -> None:
+    """Start ``entry`` from a decision an earlier process kept (its best times each way, compiler/decisions.py): they
+    count as one timing each way, and this process times ``RECHECK`` - 1 more of each before deciding again, each
+    side keeping its best. A decision measured while the machine was disturbed (a demo run just after the test
+    suite on this 2-core machine measured the paper's add+mul "2.73x slower fused", 1.4-1.5x faster fused
+    otherwise) would otherwise keep its group apart in every later process; timed again, the inflated side's next
+    timing replaces it."""
+    entry.fused_s.append(fused_s)
+    entry.apart_s.append(apart_s)
+    entry.fused_k.append(fused_k)
+    entry.apart_k.append(apart_k)
+    entry.recalled = True
+
+
 def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
     """The choice for the next occurrence of ``entry``'s group (counted here). ``judge(runs)``: the cost
     model's (fuse?, reason) after ``runs`` occurrences."""
     entry.seen += 1
     if entry.decision is not None:
         return entry.decision
-    trials = max(1, trials)
+    trials = RECHECK if entry.recalled else max(1, trials)
     fuse, reason = judge(entry.seen)
     if mode == "model" or not fuse:  # measured: a run apart is a timing of that side, while one is missing
         return Choice(fuse, "model", reason, timed=mode == "measure" and len(entry.apart_s) < trials, entry=entry)
@@ -150,8 +168,8 @@ def repaid(entry: Entry) -> bool:
 
 def settled(choice: Choice) -> bool:
     """Whether every later occurrence gets this choice too (kfuse/rerun.py reuses it without asking): a decision
-    made or remembered, fusion without a profitability setting, or the model's yes (its runs only add up)."""
-    return not choice.timed and (choice.rule in ("off", "measured", "remembered") or choice.rule == "model"
+    made (or made again from an earlier process's times), fusion without a profitability setting, or the model's yes (its runs only add up)."""
+    return not choice.timed and (choice.rule in ("off", "measured", "rechecked") or choice.rule == "model"
                                  and choice.fused)
 
 
@@ -180,10 +198,10 @@ def timed(entry: Entry, fused: bool, seconds: float, trials: int, kernel_seconds
     completed the measurement (else None)."""
     (entry.fused_s if fused else entry.apart_s).append(seconds)
     (entry.fused_k if fused else entry.apart_k).append(kernel_seconds)
-    wanted = timings_wanted(entry.fused_s, entry.apart_s, trials)
+    wanted = timings_wanted(entry.fused_s, entry.apart_s, RECHECK if entry.recalled else trials)
     if entry.decision is None and len(entry.fused_s) >= wanted and len(entry.apart_s) >= wanted:
-        entry.decision = decided(min(entry.fused_s), min(entry.apart_s), wanted, "measured",
-                                 *best_kernel_times(entry))
+        entry.decision = decided(min(entry.fused_s), min(entry.apart_s), min(len(entry.fused_s), len(entry.apart_s)),
+                                 "rechecked" if entry.recalled else "measured", *best_kernel_times(entry))
         return entry.decision
     return None
 
@@ -209,6 +227,6 @@ def decided(fused_s: float, apart_s: float, trials: int, rule: str, fused_k: flo
         fuse = False
         how = (f"{fused_k / apart_k:.2f}x slower fused in kernel time, though {how} with the launches (the "
                f"launches saved do not grow with the data)" if apart_k > 0 else "slower fused in kernel time")
-    where = "" if rule == "measured" else "; remembered from an earlier process"
+    where = "; one each way remembered from an earlier process" if rule == "rechecked" else ""
     return Choice(fuse, rule, f"{'fused' if fuse else 'unfused'}: measured {how} (best of {trials} trial(s) each "
                   f"way{where})")
