@@ -361,11 +361,8 @@ class Rerun:
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
             settings, space = _settings(rt), rt.default_space
-            if len(listed) != 1:
-                listed = [t for t in listed if t.space is space and t.settings == settings]
-                if not listed:
-                    return MISS
-            elif listed[0].space is not space or listed[0].settings != settings:
+            listed = [t for t in listed if t.space is space and t.settings == settings]
+            if not listed:
                 return MISS
             entries = rt.logged.entries
             if not entries and rt.batch is None:
@@ -419,15 +416,10 @@ class Rerun:
     def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict, start: float):
         """Run the call as the first of an untraced repetition of a template of these settings (module docstring), if
         one is due."""
-        trials = None
         for template in listed:
             trial = template.trial
-            if trial is None:
-                continue
-            if not trial.untraced:  # not decided untraced: due for an untraced timing?
-                trials = trials or config.PROFIT_TRIALS.get()
-                if not untraced.runs_untraced(trial, trials):
-                    continue
+            if trial is None or not trial.untraced and not untraced.runs_untraced(trial, config.PROFIT_TRIALS.get()):
+                continue  # (decided untraced: no trial bookkeeping to ask)
             if trial.untraced is None:  # a timing: every kernel loaded, then the clock starts again if that took
                 # any (decided, a call whose kernel was unloaded ends the repetition and goes the ordinary way)
                 unloaded = {id(s.prepared): s.prepared for s in template.steps if s.prepared.kernel is None}

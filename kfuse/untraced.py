@@ -20,13 +20,13 @@ A repeated flush (kfuse/rerun.py) is judged whole, by measurement (``KFUSE_PROFI
 (calls counted, the kept fused kernels launched at the host access) or run untraced (each call launched at once, as it
 is made), in the order untraced, rerun, rerun, untraced, ... (``runs_untraced``), each timed from the first call to the
 end of its launches, until each side has ``KFUSE_PROFIT_TRIALS`` timings, more when the two are close (``Trial``,
-fuser/profit.py ``timings_wanted``). A flush that runs no kernel fused is decided untraced at once (``lone``). For
-the others the best of each side decides, rerun only by a clear lead (``timed``): a loop of tiny kernels, where
-counting calls and checking Views costs more than fusing saves, then runs as with fusion off, each repetition the way its untraced timings ran (each call
-compared with the template's step and launched at once with the kept arguments, no binding), for ``MAX_BACKOFF``
-calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a streak's call is bound as
-an eager one is, which the trial did not time (jacobi_1d_statements, 40 lone stencil calls a run, 2 threads: 1.08x
-eager that way, where the trial had measured the template's way faster than rerun).
+fuser/profit.py ``timings_wanted``). A flush that runs no kernel fused is decided untraced at once (``lone``). For the
+others the best of each side decides, rerun only by a clear lead (``timed``): a loop of tiny kernels, where counting
+calls and checking Views costs more than fusing saves, then runs as with fusion off, each repetition the way its
+untraced timings ran (each call compared with the template's step and launched at once with the kept arguments, no
+binding), for ``MAX_BACKOFF`` calls, after which the flush is timed again (``Trial.left``). Not by the streaks above: a
+streak's call is bound as an eager one is, which the trial did not time (jacobi_1d_statements, 40 lone stencil calls a
+run, 2 threads: 1.08x eager that way, where the trial had measured the template's way faster than rerun).
 """
 from __future__ import annotations
 

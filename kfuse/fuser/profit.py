@@ -9,15 +9,15 @@ never changes a result, only the time.
 - ``model``: the cost model (fuser/cost.py) declines a compile that the runs seen so far have not repaid.
 - ``measure``: the model first; then, for a group the model lets fuse, its occurrences run fused and apart in the order
   fused, apart, apart, fused, apart, fused, ... (``first_side_next``; each occurrence runs once, on the program's own
-  data, so kernels like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings (more while the two
-  are close or their medians disagree with their best: ``timings_wanted``); the best of each side decides, for this
-  process and, through the cache folder (compiler/decisions.py), for later ones, which time one more occurrence each
-  way before deciding again (``recall``). Occurrences the model runs apart count
-  as timings of that side. Two times per side: the wall time of its launches, which counts the launches fusion saves,
-  and the kernels' own time (timed in C++ around each launch and its fence, where the backend does). Fused wins when it
-  is no slower by the first and at most ``KERNEL_SLACK`` slower by the second: the launches saved cost the same at every
-  size, while a slower kernel loses more the more data the group sweeps, so a group whose kernel is slower must not be
-  fused on the strength of launch savings at one size.
+  data, so kernels like ``A += B`` are safe) until each side has ``KFUSE_PROFIT_TRIALS`` timings (more while the two are
+  close or their medians disagree with their best: ``timings_wanted``); the best of each side decides, for this process
+  and, through the cache folder (compiler/decisions.py), for later ones, which time one more occurrence each way before
+  deciding again (``recall``). Occurrences the model runs apart count as timings of that side. Two times per side: the
+  wall time of its launches, which counts the launches fusion saves, and the kernels' own time (timed in C++ around each
+  launch and its fence, where the backend does). Fused wins when it is no slower by the first and at most
+  ``KERNEL_SLACK`` slower by the second: the launches saved cost the same at every size, while a slower kernel loses
+  more the more data the group sweeps, so a group whose kernel is slower must not be fused on the strength of launch
+  savings at one size.
 
 A ``Book`` (one per runtime) holds the state; the pipeline asks ``choose`` before a group runs and reports a
 timed run with ``timed``. Timings come from ``Book.clock`` around the launches alone (kernels are built
@@ -117,13 +117,18 @@ def recall(entry: Entry, fused_s: float, apart_s: float, fused_k: float | None, 
     entry.recalled = True
 
 
+def _trials(entry: Entry, trials: int) -> int:
+    """Timings each way ``entry``'s measurement takes at least: ``trials``, or ``RECHECK`` for one ``recall``ed."""
+    return RECHECK if entry.recalled else max(1, trials)
+
+
 def choose(entry: Entry, mode: str, trials: int, judge) -> Choice:
     """The choice for the next occurrence of ``entry``'s group (counted here). ``judge(runs)``: the cost
     model's (fuse?, reason) after ``runs`` occurrences."""
     entry.seen += 1
     if entry.decision is not None:
         return entry.decision
-    trials = RECHECK if entry.recalled else max(1, trials)
+    trials = _trials(entry, trials)
     fuse, reason = judge(entry.seen)
     if mode == "model" or not fuse:  # measured: a run apart is a timing of that side, while one is missing
         return Choice(fuse, "model", reason, timed=mode == "measure" and len(entry.apart_s) < trials, entry=entry)
@@ -168,7 +173,8 @@ def repaid(entry: Entry) -> bool:
 
 def settled(choice: Choice) -> bool:
     """Whether every later occurrence gets this choice too (kfuse/rerun.py reuses it without asking): a decision
-    made (or made again from an earlier process's times), fusion without a profitability setting, or the model's yes (its runs only add up)."""
+    made (or made again from an earlier process's times), fusion without a profitability setting, or the model's yes
+    (its runs only add up)."""
     return not choice.timed and (choice.rule in ("off", "measured", "rechecked") or choice.rule == "model"
                                  and choice.fused)
 
@@ -198,7 +204,7 @@ def timed(entry: Entry, fused: bool, seconds: float, trials: int, kernel_seconds
     completed the measurement (else None)."""
     (entry.fused_s if fused else entry.apart_s).append(seconds)
     (entry.fused_k if fused else entry.apart_k).append(kernel_seconds)
-    wanted = timings_wanted(entry.fused_s, entry.apart_s, RECHECK if entry.recalled else trials)
+    wanted = timings_wanted(entry.fused_s, entry.apart_s, _trials(entry, trials))
     if entry.decision is None and len(entry.fused_s) >= wanted and len(entry.apart_s) >= wanted:
         entry.decision = decided(min(entry.fused_s), min(entry.apart_s), min(len(entry.fused_s), len(entry.apart_s)),
                                  "rechecked" if entry.recalled else "measured", *best_kernel_times(entry))
