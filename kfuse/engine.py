@@ -209,7 +209,7 @@ class Runtime:
                 self._run(list(self.trace.entries))
 
     def check_eager(self, call) -> None:
-        """An eager call must not read or overwrite data a failed delayed call lost (the pipeline's own rule)."""
+        """An eager call must not read data a failed delayed call lost (the pipeline's own rule)."""
         failure = self.failures.blocking(call)
         if failure is not None:
             raise failure.deferred("this kernel call")

@@ -135,6 +135,15 @@ def test_float32_values_summed_as_doubles_fused_with_their_stores_agree_compiled
                                 Call("fsum", ("f32",))]))
 
 
+@pytest.mark.backend("kokkos")
+def test_array_operations_overwriting_lost_data_keep_their_independent_statements_compiled():
+    """Fuzzer seed 71363 case 634, shrunk: run twice, the second ops_rows overwrites the row sums the failed team
+    call lost, in one array-operations kernel with ops_sum's independent statements, whose sum must not be lost
+    (the team size is refused by the compiled backend only)."""
+    assert_case_agrees(Case.of([Call("ops_rows", ("M", "b"), -1.25), Call("ops_sum", ("a", "c"), -1.25),
+                                Call("team_rowsum", ("M", "b"), team=100000)]))
+
+
 def test_a_sum_of_array_operations_after_a_failed_call_reports_it_after_its_kernel_ran_untraced():
     """Fuzzer seed 2648, case 1268, shrunk: once ops_sum's kernel ran untraced (kfuse/untraced.py), a failure
     standing made the group's call raise inside the batch's run, leaving the program's Future without a value or a

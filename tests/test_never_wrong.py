@@ -46,6 +46,12 @@ def w_bad_affine(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
 
 
 @pk.workunit
+def w_two(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double], z: pk.View1D[pk.double]):
+    y[i] = 3.0 * x[i]
+    z[i] = x[i] + 1.0
+
+
+@pk.workunit
 def w_div(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double], d: int):
     y[i] = x[i] + 7 // d
 
@@ -206,6 +212,18 @@ def test_a_failing_call_loses_only_what_depends_on_it(broken):
     np.testing.assert_array_equal(np.asarray(c), np.ones(N))
     with pytest.raises(pk.DeferredError):
         d.copy()  # d stays lost
+
+
+def test_a_call_that_only_overwrites_lost_data_runs_and_the_data_stays_lost(broken):
+    """Its other results do not depend on the failure (eager computes them the same), so they stand; the bytes it
+    overwrote stay lost (a kernel need not write every element of a View it writes)."""
+    pk.enable_fusion(trace_only=True)
+    a, c, e = pk.array(X0.copy()), pk.View(N), pk.View(N)
+    pk.parallel_for(N, w_bad_affine, x=a, y=c)  # fails at its compile: c lost
+    pk.parallel_for(N, w_two, x=a, y=c, z=e)  # writes c without reading it, and e from a
+    np.testing.assert_array_equal(np.asarray(e), X0 + 1.0)
+    with pytest.raises(pk.DeferredError, match="w_bad_affine"):
+        np.asarray(c)
 
 
 def test_a_failing_member_of_a_fused_group_is_named_and_the_others_run(broken):

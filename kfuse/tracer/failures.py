@@ -2,11 +2,14 @@
 
 A delayed call that fails (a C++ compile error, a launch the backend refuses, a fault inside the
 kernel) must not take unrelated work with it, and must never leave data silently stale. So the
-failure is recorded against the bytes the call would have written; a later call that reads or writes
-poisoned bytes (or takes a failed Future) is not run and poisons what it would write, with the same
-root failure; a host access to poisoned bytes, a failed Future's value, ``pk.fence()`` and interpreter
-exit raise (or report) a ``DeferredError`` naming the failing call's workunit, call site and error.
-A full host overwrite (``view.fill(x)``, ``view[...] = x``) makes poisoned bytes valid again.
+failure is recorded against the bytes the call would have written; a later call that reads poisoned
+bytes (or takes a failed Future) is not run and poisons what it would write, with the same root failure.
+A call that only writes poisoned bytes runs: nothing it computes depends on them (an array-operations
+kernel may hold independent statements, each to be kept), and the bytes stay poisoned, since a kernel
+need not write every element of a View it writes. A host access to poisoned bytes, a failed Future's
+value, ``pk.fence()`` and interpreter exit raise (or report) a ``DeferredError`` naming the failing
+call's workunit, call site and error. A full host overwrite (``view.fill(x)``, ``view[...] = x``)
+makes poisoned bytes valid again.
 
 Poison is keyed by byte ranges (like the trace), and each entry lives only while the memory it names
 does (a weak reference to the memory's owner), so a new array reusing freed memory is never poisoned.
@@ -131,14 +134,15 @@ class Failures:
         return None
 
     def blocking(self, call) -> Failure | None:
-        """Why ``call`` cannot run: it touches poisoned bytes or takes a failed Future (None: it can)."""
+        """Why ``call`` cannot run: it reads poisoned bytes or takes a failed Future (None: it can)."""
         for _, fut in call.futures:
             if fut.failure is not None:
                 return fut.failure
         if not self.lost:
             return None
-        for (_, t), arg in zip(call.prepared.spec.params, call.args):
-            if t.is_view:
+        access = call.prepared.access
+        for (name, t), arg in zip(call.prepared.spec.params, call.args):
+            if t.is_view and access[name].read:
                 found = self.at(*arg.bounds)
                 if found is not None:
                     return found
