@@ -61,7 +61,7 @@ def main() -> None:
     sizes = peers.SIZES["gpu" if spaces.on_device(space) else "host"]
     print(f"space {space}; sizes {sizes}")
     for name in args.workloads.split(","):
-        go, _ = peers.WORKLOADS[name][0](sizes[name])
+        go, *_ = peers.WORKLOADS[name][0](sizes[name])
         for fused in (False, True):
             print(f"{name:12} {'fused' if fused else 'eager'}  {parts(go, fused, args.repeats)}", flush=True)
 

@@ -22,6 +22,7 @@ from .policies import (AUTO, Iterate, MDRangePolicy, PerTeam, PerThread, RangePo
                        ThreadVectorRange)
 from .binsort import BinOp, BinOp1D, BinOp3D, BinSort
 from .dispatch import parallel_for, parallel_reduce, parallel_scan
+from .capturing import capture
 from .counters import reset as reset_stats
 from .spaces import ExecutionSpace, MemorySpace, get_default_space, set_default_space
 from .future import Future, value

@@ -61,6 +61,7 @@ class Runtime:
         self.record_sink: list | None = None  # when a list, every flush record is also kept here (kfuse.bench)
         self.flush_count = 0
         self.calls_made = 0  # kernel calls the program made (kfuse/dispatch.py): a call's place in the program
+        self.host_accesses = 0  # host accesses to Views and copies between them (kfuse/capturing.py asks)
         self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
 
     @property
@@ -133,6 +134,7 @@ class Runtime:
         then bring a GPU copy back if the device holds newer data (no-op on host-only runs). Raises
         DeferredError if those contents were lost to a failed call (unless the host overwrites them all)."""
         with guard.lock:
+            self.host_accesses += 1  # (under the lock: a capture's recording holds it, so it counts its own thread's)
             if self._running:
                 return
             if not self.idle():  # (host code reading a View element by element pays only this when idle)
@@ -143,6 +145,7 @@ class Runtime:
         """``pk.deep_copy(dst, src)`` of two Views where their data lives (a GPU), once the pending work on
         both has run: whether the backend did it (else the caller copies through the host barriers)."""
         with guard.lock:
+            self.host_accesses += 1
             if self._running:
                 return False
             self._settle(src, False)

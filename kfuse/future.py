@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 
 import numpy as np
 
@@ -31,6 +32,8 @@ class Future:
     """A scalar that will exist once the kernel call producing it has run."""
 
     __slots__ = ("dtype", "_value", "_resolve", "call", "failure")
+    watched = None  # the thread whose reads of Futures' values are counted in ``reads`` (kfuse/capturing.py)
+    reads = 0
 
     def __init__(self, dtype: DType, resolve, call=None):
         self.dtype = dtype
@@ -54,6 +57,8 @@ class Future:
         self._resolve = None
 
     def value(self):
+        if Future.watched is not None and Future.watched == threading.get_ident():
+            Future.reads += 1
         if self._value is _UNSET:
             try:  # an entry point (errors.public_error); a try costs nothing once the value is known
                 if self.failure is None and self._resolve is not None:

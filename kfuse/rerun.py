@@ -332,6 +332,7 @@ class Rerun:
         self.first_call = None  # the program's place of the first matched call (Runtime.calls_made)
         self.untraced: _Untraced | None = None  # a repetition running untraced (then ``_untraced``)
         self._untraced = _Untraced()
+        self.last: Template | None = None  # the template the last flush ran, kept or ran untraced (kfuse/capturing.py)
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
     def wants(self, args: tuple) -> bool:
@@ -430,7 +431,7 @@ class Rerun:
                     kernel_of(prepared)  # from the compile cache, before the timing starts
                 if unloaded:
                     start = rt.profit.clock()
-            self.untraced = self._untraced.start_with(template, start)
+            self.untraced, self.futures = self._untraced.start_with(template, start), []
             result = self._run_untraced(rt, op, args, kwargs)
             if result is not MISS:
                 return result
@@ -464,13 +465,15 @@ class Rerun:
             raise
         rt.counts["calls_untraced"] += 1
         run.next += 1
+        result = None if op == "for" else done(prepared.spec.accs[0], results[0])
+        self.futures.append(result)
         if run.next == len(template.steps):
-            self.untraced = None
+            self.untraced, self.last = None, template
             if template.trial.untraced:
                 untraced.ran_untraced(template.trial)
             else:
                 self._timed(rt, template, True, rt.profit.clock() - run.start)
-        return None if op == "for" else done(prepared.spec.accs[0], results[0])
+        return result
 
     def _timed(self, rt, template: Template, untraced_run: bool, seconds: float) -> None:
         """A repetition of ``template`` ended, rerun or untraced, in ``seconds``: a timing while its trial lasts
@@ -520,7 +523,7 @@ class Rerun:
         template = match.template
         if match.new:
             match.adopt()
-        self.matched, self.alive = 0, []
+        self.matched, self.alive, self.last = 0, [], template
         trace = rt.logged
         head = [e.call for e in trace.entries]
         trace.clear()  # the head: it runs now
@@ -629,11 +632,61 @@ class Rerun:
         if sum(len(others) for others in self.templates.values()) >= _KEPT:
             self.templates.clear()
         self.templates[key] = listed
+        self.last = template
         return template.trial is not None
 
     def forget(self) -> None:
         self.templates.clear()
-        self.alive, self.matched, self.futures, self.untraced = [], 0, [], None
+        self.alive, self.matched, self.futures, self.untraced, self.last = [], 0, [], None, None
+
+    # --- replaying (kfuse/capturing.py) ------------------------------------------------------------
+    @staticmethod
+    def settled(rt, template: Template) -> bool:
+        """Whether ``template`` is the whole of its flush, made under the settings in force, and decided: its
+        repetitions run as the last one did, with no timing pending (a group run apart until its fused kernel's
+        compile is repaid counts each repetition, as a rerun does, and the first that repays it is traced)."""
+        return not template.head and not template.tail and template.space is rt.default_space \
+            and template.settings == _settings(rt) and (template.trial is None or template.trial.untraced is not None)
+
+    def replay(self, rt, template: Template, filled: list) -> list | None:
+        """Run ``template``'s calls now with ``filled`` in its slots, as if the program had just made them and then
+        touched the host (nothing may be pending: the caller flushed); the Futures its reductions and scans
+        deliver, per step (None for a ``for``), or None where a View no longer has its slot's kind (then nothing
+        ran: ``View.resize``). A settled template only (``settled``). New memory under a View of the same kind is
+        found as a rerun finds it (``_Match.valid``), or read afresh by an untraced launch."""
+        steps = template.steps
+        if any((v.sig, v.shape, v.strides) != kind for v, kind in zip(filled, template.kinds)):
+            return None
+        if views.constant:
+            for step in steps:
+                if step.host:
+                    views.touched([filled[slot] for _, slot in step.positions])
+        rt.counts["calls_captured"] += len(steps)
+        if template.trial is not None and template.trial.untraced:
+            return self._replay_untraced(rt, template, filled)
+        self.futures = [None if s.op == "for" else Future(s.prepared.spec.accs[0], rt.resolve) for s in steps]
+        match = _Match(template, False)
+        match.filled[:] = filled
+        match.new = any(a is not b for a, b in zip(filled, template.views))
+        self.alive, self.matched, self.first_call, self.timing = [match], len(steps), rt.calls_made + 1, False
+        rt.calls_made += len(steps)
+        futures = self.futures
+        self.run(rt)  # (a View moved, or a compile now repaid: the calls become trace entries, which the caller runs)
+        return futures
+
+    def _replay_untraced(self, rt, template: Template, filled: list) -> list:
+        """Launch each step's own kernel, as an untraced repetition does (a failure raises at once, as eagerly)."""
+        futures = []
+        rt.backend.enter_thread()
+        for step in template.steps:
+            rt.calls_made += 1
+            prepared = step.prepared
+            results = (prepared.kernel or kernel_of(prepared)).launch(step.slots, _args_with(step, filled))
+            futures.append(None if step.op == "for" else done(prepared.spec.accs[0], results[0]))
+        rt.counts["calls_untraced"] += len(futures)
+        untraced.ran_untraced(template.trial)
+        self.last = template
+        return futures
 
 
 def _op_at(position: int, owners: tuple, head: tuple, steps: tuple) -> str:

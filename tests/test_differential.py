@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 
 import kfuse as pk
 from marks import host_kokkos_only
-from kfuse.check import EAGER, FUSED, Case, as_python, case_for, compare, run, shrink
+from kfuse.check import CAPTURED, EAGER, FUSED, Case, as_python, case_for, compare, run, shrink
 from kfuse.check import __main__ as cli
 from kfuse.check.program import AUTO_TEAM, HUGE_TEAM, from_json, to_json, validate, without
 from kfuse.check.runner import ERROR, LAUNCH_SITE
@@ -157,6 +157,16 @@ def test_a_sum_of_array_operations_after_a_failed_call_reports_it_after_its_kern
 def test_threads_agree_with_eager(name):
     for _ in range(3):  # interleavings differ from run to run
         assert_case_agrees(THREAD_CASES[name])
+
+
+def test_the_captured_mode_replays_its_sequences_of_calls():
+    """The fuzzer's captured mode must reach replays (kfuse/capturing.py), not only record."""
+    case = Case.of([Call("scale", ("a", "b")), Call("axpy", ("b", "c"), 0.5), Call("dot", ("a", "c")),
+                    Read("c", "asarray")])
+    pk.reset_stats()
+    run(Case(tuple(steps * CAPTURED.captured for steps in case.threads)), CAPTURED)
+    assert pk.stats()["calls_captured"] >= 3
+    assert_case_agrees(case)
 
 
 def test_fault_case_really_fails_inside_a_fused_kernel():

@@ -129,23 +129,32 @@ def mvt_xp(xp, A, x1, x2, y1, y2):
     return numpy_refs.mvt(A, x1, x2, y1, y2)
 
 
-# --- the same workloads in kfuse: size -> (go, the peers' inputs); go() returns what the array code returns ----
+# --- the same workloads in kfuse: size -> (go, the peers' inputs, go captured or None); go() returns what the
+# array code returns; go captured runs the same kernel calls through ``pk.capture`` (kfuse/capturing.py), as the
+# peers compile theirs, where they are a function of Views and constants
 def _nstream(n):
     nstream = subjects.import_example("examples.nstream", "iterate")
     A, B, C = np.zeros(n), np.full(n, 2.0), np.full(n, 2.0)
     views = [pk.array(a.copy()) for a in (A, B, C)]
+    iterate = pk.capture(nstream.iterate)
 
     def go():
         nstream.iterate(*views, ITERATIONS)
         return views[0]
-    return go, (A, B, C)
+
+    def go_captured():
+        iterate(*views, ITERATIONS)
+        return views[0]
+    return go, (A, B, C), go_captured
 
 
 def _babelstream(n):
     bs = subjects.import_example("examples.babelstream", "iterate")
     arrays = (np.full(n, bs.START_A), np.full(n, bs.START_B), np.full(n, bs.START_C))
     views = [pk.array(a.copy()) for a in arrays]
-    return lambda: (*views, bs.iterate(*views, BABEL_ITERATIONS)), arrays
+    iterate = pk.capture(bs.iterate)
+    return (lambda: (*views, bs.iterate(*views, BABEL_ITERATIONS)), arrays,
+            lambda: (*views, iterate(*views, BABEL_ITERATIONS)))
 
 
 def _gaussian(n):
@@ -157,7 +166,7 @@ def _gaussian(n):
     rng = np.random.default_rng(0)
     arrays = (rng.standard_normal(n), rng.standard_normal(n), rng.uniform(0.5, 2.0, n))
     x, mu, var = (pk.array(a.copy()) for a in arrays)
-    return lambda: float(gaussian_ops(x, mu, var)), arrays
+    return lambda: float(gaussian_ops(x, mu, var)), arrays, None
 
 
 def _gaussian_nb(size):
@@ -169,7 +178,7 @@ def _gaussian_nb(size):
     test = np.array(X[n_train:])
     fitted = (np.asarray(model.theta_).copy(), np.asarray(model.var_).copy(), np.log(np.asarray(model.class_prior_)))
     on_device = pk.array(test.copy())  # made once, as each peer's own array is: its data stay on the GPU
-    return lambda: model.predict_index(on_device), (test, *fitted)
+    return lambda: model.predict_index(on_device), (test, *fitted), None
 
 
 def _mvt(n):
@@ -181,14 +190,15 @@ def _mvt(n):
     A, x1, x2, y1, y2 = (pk.array(a.copy()) for a in arrays)
     on_gpu = spaces.on_device(pk.get_default_space().value)
 
-    def go():
+    def products(A, x1, x2, y1, y2, n):
         if on_gpu:
             mvt.mvt_gpu(A, x1, x2, y1, y2, n)
         else:
             pk.parallel_for(n, mvt.add_matvec, x=x1, A=A, y=y1, n=n)
             pk.parallel_for(n, mvt.add_matvec_transposed, x=x2, A=A, y=y2, n=n)
         return x1, x2
-    return go, arrays
+    captured = pk.capture(products)
+    return lambda: products(A, x1, x2, y1, y2, n), arrays, lambda: captured(A, x1, x2, y1, y2, n)
 
 
 #: in the order they run: fewest kernels to compile first (with nvcc, about 7 s each)
@@ -268,9 +278,11 @@ def measure(repeat: int, smoke: bool = False, names=None, save: Callable = lambd
             "sizes": sizes, "peers": [p.name for p in found], "missing": missing, "checks": {}, "workloads": {}}
     for name in names or WORKLOADS:
         make, array_code = WORKLOADS[name]
-        go, arrays = make(sizes[name])
+        go, arrays, go_captured = make(sizes[name])
         data["checks"][name] = check(go, array_code(np, *arrays))
         row = {"kfuse_fused_ms": _kfuse_ms(go, True, repeat), "kfuse_eager_ms": _kfuse_ms(go, False, repeat)}
+        if go_captured is not None:
+            row["kfuse_captured_ms"] = _kfuse_ms(go_captured, True, repeat)
         for peer in found:
             row[f"{peer.name}_ms"] = _peer_ms(peer, array_code, arrays, repeat)
         data["workloads"][name] = row
@@ -280,11 +292,11 @@ def measure(repeat: int, smoke: bool = False, names=None, save: Callable = lambd
 
 
 def markdown(data: dict) -> str:
-    columns = ["kfuse_fused_ms", "kfuse_eager_ms"] + [f"{p}_ms" for p in data["peers"]]
+    columns = ["kfuse_fused_ms", "kfuse_captured_ms", "kfuse_eager_ms"] + [f"{p}_ms" for p in data["peers"]]
     lines = [f"# kfuse and its peers ({data['card']}, space {data['space']}, median of {data['repeat']}, ms)", "",
              "| workload | " + " | ".join(c[:-3] for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, row in data["workloads"].items():
-        lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" for c in columns) + " |")
+        lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" if c in row else "-" for c in columns) + " |")
     for name, verdict in data["checks"].items():
         if verdict != "PASS":
             lines.append(f"\n{name}: kfuse's result is WRONG: {verdict}")

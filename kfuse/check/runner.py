@@ -48,6 +48,8 @@ class Mode:
     trials: int | None = None
     known_contents: bool = False
     host_elements: int | None = None
+    captured: int = 0  # > 0: each program is this many runs of one program in a row, and each sequence of two or
+    # more calls with constant scalars within a run is one ``pk.capture``d function
 
 
 EAGER = Mode("eager", host_elements=0)
@@ -57,6 +59,9 @@ FUSED = Mode("fused", trace=True, fuse=True, profit="off")  # every group the fu
 # worker's runtime keeps decisions from case to case, so later cases also run decided groups).
 TWICE = Mode("fused, each program twice in a row, KFUSE_PROFIT=measure, contents known", trace=True, fuse=True,
              profit="measure", trials=1, known_contents=True)
+# A case run four times in a row with its runs of calls captured: later runs replay them (kfuse/capturing.py).
+CAPTURED = Mode("fused, each program four times in a row, its sequences of calls captured",
+                trace=True, fuse=True, profit="off", captured=4)
 
 
 def modes_for(case: Case) -> list:
@@ -94,6 +99,7 @@ class _State:
         self.arrays = fixture.make_arrays()
         self.results: list = []  # value/Future per result ordinal, or an Unavailable naming its step
         self.producers: dict = {}  # alias name -> index of the Export that made it
+        self.blocks: dict = {}  # a run of calls -> its captured function (``Mode.captured``)
 
 
 def _value(state: _State, ref):
@@ -120,18 +126,22 @@ def _policy(kernel, step: Call, n: int):
     return n
 
 
-def _call(state: _State, index: int, step: Call) -> None:
+def _launch_step(step: Call, views: list, alpha):
     kernel = KERNELS[step.kernel]
-    produces = kernel.op != "for"
+    kwargs = dict(zip(kernel.params, views))
+    if kernel.scalar:
+        kwargs[kernel.scalar] = alpha
+    workunit = kernel.workunit
+    if kernel.method:  # a functor: its fields are the arguments
+        workunit, kwargs = getattr(workunit(**kwargs), kernel.method), {}
+    return _launch(kernel.op, _policy(kernel, step, min(v.shape[0] for v in views)), workunit, kwargs)
+
+
+def _call(state: _State, index: int, step: Call) -> None:
+    produces = KERNELS[step.kernel].op != "for"
     try:
         views = [_array(state, name) for name in step.arrays]
-        kwargs = dict(zip(kernel.params, views))
-        if kernel.scalar:
-            kwargs[kernel.scalar] = _value(state, step.alpha) if isinstance(step.alpha, tuple) else step.alpha
-        workunit = kernel.workunit
-        if kernel.method:  # a functor: its fields are the arguments
-            workunit, kwargs = getattr(workunit(**kwargs), kernel.method), {}
-        result = _launch(kernel.op, _policy(kernel, step, min(v.shape[0] for v in views)), workunit, kwargs)
+        result = _launch_step(step, views, _value(state, step.alpha) if isinstance(step.alpha, tuple) else step.alpha)
     except Unavailable as exc:
         if produces:
             state.results.append(exc)
@@ -167,17 +177,60 @@ def _step(state: _State, index: int, step):
     raise TypeError(f"unknown step {step!r}")
 
 
+def _error(exc: Exception) -> tuple:
+    kind = "DeferredError" if isinstance(exc, pk.DeferredError) else type(exc).__name__  # its subclasses too
+    return (kind, str(exc))
+
+
 def _event(label, action) -> tuple:
     try:
         return (label, OK, action())
     except Exception as exc:  # an exception is an observation: the oracle decides if it was allowed
-        kind = "DeferredError" if isinstance(exc, pk.DeferredError) else type(exc).__name__  # its subclasses too
-        return (label, ERROR, (kind, str(exc)))
+        return (label, ERROR, _error(exc))
 
 
-def _run_steps(state: _State, steps: tuple) -> list:
-    return [_event((i, type(step).__name__), lambda i=i, step=step: _step(state, i, step))
-            for i, step in enumerate(steps)]
+def _run_steps(state: _State, steps: tuple, captured: int = 0) -> list:
+    events: list = []
+    i, period = 0, len(steps) // captured if captured else 0
+    while i < len(steps):
+        end, stop = i, (i // period + 1) * period if period else 0
+        while end < stop and type(steps[end]) is Call and not isinstance(steps[end].alpha, tuple):
+            end += 1
+        if end - i > 1 and all(state.arrays[n] is not None for s in steps[i:end] for n in s.arrays):
+            events += _run_block(state, i, steps[i:end])
+            i = end
+            continue
+        events.append(_event((i, type(steps[i]).__name__), lambda i=i: _step(state, i, steps[i])))
+        i += 1
+    return events
+
+
+def _block(calls: tuple):
+    """A captured function making ``calls`` on the arrays it is given by name: per call, its status, its error and
+    what it returned. It keeps no state of its own, so a replay gives what running it would."""
+    def run(**arrays):
+        out = []
+        for step in calls:
+            try:
+                out.append((OK, None, _launch_step(step, [arrays[n] for n in step.arrays], step.alpha)))
+            except Exception as exc:
+                out.append((ERROR, _error(exc), None))
+        return tuple(out)
+    return pk.capture(run)
+
+
+def _run_block(state: _State, start: int, calls: tuple) -> list:
+    """Run ``calls`` (steps ``start`` on) as one captured function, one event per call, as ``_call`` would."""
+    captured = state.blocks.get(calls)
+    if captured is None:
+        captured = state.blocks[calls] = _block(calls)
+    names = sorted({n for step in calls for n in step.arrays})
+    events = []
+    for k, (step, (status, error, result)) in enumerate(zip(calls, captured(**{n: state.arrays[n] for n in names}))):
+        if KERNELS[step.kernel].op != "for":
+            state.results.append(result if status == OK else Unavailable(str(start + k)))
+        events.append(((start + k, "Call"), status, error))
+    return events
 
 
 def _scalar(found):
@@ -194,14 +247,14 @@ def _finals(state: _State) -> list:
 
 
 # --- a whole run -------------------------------------------------------------------------------------
-def _in_threads(states: list, programs: tuple) -> list:
+def _in_threads(states: list, programs: tuple, mode: Mode) -> list:
     """Each program in its own thread, all started together."""
     start = threading.Barrier(len(programs))
     events: list = [None] * len(programs)
 
     def work(t):
         start.wait()
-        events[t] = _run_steps(states[t], programs[t])
+        events[t] = _run_steps(states[t], programs[t], mode.captured)
 
     threads = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(len(programs))]
     for thread in threads:
@@ -241,9 +294,9 @@ def run(case: Case, mode: Mode = EAGER) -> Run:
                 raise RuntimeError("tracing did not turn on (is KFUSE_FUSION=0 set?)")
         try:
             if mode.trace and len(case.threads) > 1:
-                steps = _in_threads(states, case.threads)
+                steps = _in_threads(states, case.threads, mode)
             else:
-                steps = [_run_steps(state, program) for state, program in zip(states, case.threads)]
+                steps = [_run_steps(state, program, mode.captured) for state, program in zip(states, case.threads)]
         finally:
             flush = _event(("flush",), pk.disable_fusion if mode.trace else pk.fence)
         return Run(case, mode, steps, flush, [_finals(state) for state in states])

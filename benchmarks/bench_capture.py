@@ -1,0 +1,72 @@
+"""What ``pk.capture`` saves (kfuse/capturing.py): NSTREAM's loop (``--calls`` calls of ``A += B + 3 C`` over
+``--n`` doubles, then ``pk.fence()``) eager, fused (each run rerun: its calls compared with the kept flush's) and
+captured (each run one replay), in turns in one process after each settles; prints the median and best microseconds a
+run per mode, and whether each mode's result is what its runs should have made.
+
+    KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_capture.py [--n 4096] [--calls 50] [--runs 300]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+
+import numpy as np
+
+import kfuse as pk
+from kfuse.bench import measure
+
+
+@pk.workunit
+def nstream(i: int, A: pk.View1D[pk.double], B: pk.View1D[pk.double], C: pk.View1D[pk.double], scalar: float):
+    A[i] += B[i] + scalar * C[i]
+
+
+def iterate(A, B, C, calls: int) -> None:
+    for _ in range(calls):
+        pk.parallel_for(A.shape[0], nstream, A=A, B=B, C=C, scalar=3.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=4096)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=300)
+    args = parser.parse_args()
+    captured = pk.capture(iterate)
+    modes = {"eager": (False, iterate), "fused": (True, iterate), "captured": (True, captured)}
+    arrays = {m: (pk.zeros(args.n), pk.full(args.n, 2.0), pk.full(args.n, 2.0)) for m in modes}
+    times: dict = {m: [] for m in modes}
+    runs = dict.fromkeys(modes, 0)
+
+    def once(mode: str) -> float:
+        fused, fn = modes[mode]
+        runs[mode] += 1
+        if fused:
+            pk.enable_fusion()
+        try:
+            gc.collect()
+            start = time.perf_counter()
+            fn(*arrays[mode], args.calls)
+            pk.fence()
+            return time.perf_counter() - start
+        finally:
+            if fused:
+                pk.disable_fusion()
+
+    for mode in modes:
+        measure.until_settled(lambda mode=mode: once(mode))
+    for r in range(args.runs):
+        for mode in measure.turn_order(list(modes), r):
+            times[mode].append(once(mode))
+    for mode, seconds in times.items():
+        want = 8.0 * args.calls * runs[mode]  # each call adds 2 + 3 * 2
+        right = np.array_equal(np.asarray(arrays[mode][0]), np.full(args.n, want))
+        print(f"{mode:9s} median {statistics.median(seconds) * 1e6:9.1f} us   best {min(seconds) * 1e6:9.1f} us   "
+              f"result {'right' if right else 'WRONG'}")
+    print(f"calls replayed by capture: {pk.stats()['calls_captured']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""``pk.capture(fn)``: a function of kernel calls whose later calls launch what its settled flush launched, without
+running its Python.
+
+A repeated flush is rerun without tracing (kfuse/rerun.py), but each of its calls still costs the program's own
+Python and a comparison with the kept call: 2-6 us a call, which for NSTREAM's 50 calls a run on a GPU is more
+host time than their one fused kernel takes. ``torch.compile`` and ``jax.jit`` remove that cost by running a
+function's Python once and replaying what it made; ``capture`` does the same for kernel calls, under the same
+contract: **the function's kernel calls depend only on its arguments** -- the Views it is given (by identity) and
+its scalar arguments (by value) -- not on globals that change, data it reads on the host or the time. Its Python
+runs until its calls make a kept flush of their own whose way of running is decided (rerun fused or untraced,
+fuser/profit.py); from then on a call with the same arguments launches that flush's kernels at once, with no
+Python of the function run. What is checked, so that a replay is what running the function would compute:
+
+- its calls run as one flush: earlier pending calls run first, the function's own run when it returns (a call that
+  runs at once, on memory the host holds, say, leaves no such flush: the next call runs as Python again);
+- it touches no data on the host (a View's elements, a copy between Views, a Future's value: its Python could act
+  on what it reads, and a replay would skip what it writes); one that does is never replayed;
+- every View its calls take lies in the memory of a View argument: memory the function makes itself (``pk.zeros``
+  inside it) is new each time it runs, which a replay cannot make, so such a function is never replayed;
+- its result is None, a constant, one of its arguments, a Future of one of its reductions, or a tuple or list of
+  those;
+- at a replay, the kept flush is still decided, made under the settings in force, in the same execution space,
+  with each View's shape and strides unchanged (``View.resize``; new memory under a View is followed), and nothing
+  failed; else the function runs again as Python.
+
+With fusion off (or tracing only) the function just runs. A captured call's failing kernel is reported as a
+repeated flush's is: raised at the failing call when its calls run untraced, else where its results are read.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from math import copysign
+
+from . import context, guard
+from .future import Future
+from .views import View
+
+_PLANS = 8  # argument sets kept per function (each holds its Views)
+_CONSTANTS = (bool, int, float, str, type(None))
+_UNPLACED = object()  # ``_shape`` of a Future of no call of the flush (one run at once: the next call may place it)
+
+
+class _Plan:
+    """What a call with one set of arguments replays: the kept flush, the Views in its slots (the flush's template
+    may meet other Views later: kfuse/rerun.py), and how to rebuild the function's result."""
+
+    __slots__ = ("template", "views", "result", "pinned")
+
+    def __init__(self, template, result, pinned: tuple):
+        self.template, self.result, self.views = template, result, list(template.views)
+        self.pinned = pinned  # the arguments the key names by id (alive while the plan is)
+
+
+class Captured:
+    """The function returned by ``pk.capture``. ``why_not``: why it is never replayed, once that is known."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.plans: dict = {}  # argument key -> _Plan
+        self.why_not: str | None = None
+
+    def __call__(self, *args, **kwargs):
+        rt = context.current()
+        if not (rt.enabled and rt.fuse) or self.why_not is not None:
+            return self.fn(*args, **kwargs)
+        key = _key(args, kwargs)
+        if key is None:
+            return self.fn(*args, **kwargs)
+        with guard.lock:
+            plan = self.plans.get(key)
+            if plan is not None:
+                if not rt.idle():
+                    rt.flush_all()
+                if not rt.failures and rt.rerun.settled(rt, plan.template):
+                    futures = rt.rerun.replay(rt, plan.template, plan.views)
+                    if futures is not None:
+                        if rt.logged.entries:  # its calls became trace entries (a View moved, a compile is
+                            rt.flush_all()  # repaid): they run as made, and the next call records again
+                            del self.plans[key]
+                        return _rebuild(plan.result, args, kwargs, futures)
+                del self.plans[key]
+            return self._record(rt, key, args, kwargs)
+
+    def _record(self, rt, key: tuple, args: tuple, kwargs: dict):
+        """Run the function as Python, its calls as one flush, and keep a plan once that flush is settled."""
+        rt.flush_all()
+        rerun = rt.rerun
+        rerun.last = None
+        first, accesses, reads = rt.calls_made, rt.host_accesses, Future.reads
+        watched, Future.watched = Future.watched, threading.get_ident()
+        try:
+            result = self.fn(*args, **kwargs)
+        finally:
+            Future.watched = watched
+        made = rt.calls_made - first
+        if rt.host_accesses != accesses or Future.reads != reads:
+            self.why_not = "it touches data on the host (a View's elements, a copy, a Future's value), which its " \
+                           "Python could act on"
+        shape = _shape(result, args, kwargs, rerun, first)
+        rt.flush_all()
+        if shape is _UNPLACED:
+            return result
+        if shape is None and self.why_not is None:
+            self.why_not = f"its result ({type(result).__name__}) is not None, a constant, an argument or a Future " \
+                           "of its reductions"
+        template = rerun.last
+        if self.why_not is not None or template is None or len(template.steps) != made or rt.failures \
+                or not rerun.settled(rt, template):
+            return result  # (not yet one kept, decided flush of its calls alone: the next call records again)
+        if not _within(template.views, args, kwargs):
+            self.why_not = "its calls take memory it makes itself (not within a View argument)"
+            return result
+        if len(self.plans) >= _PLANS:
+            del self.plans[next(iter(self.plans))]
+        self.plans[key] = _Plan(template, shape, tuple(a for a in (*args, *kwargs.values()) if type(a) is View))
+        return result
+
+
+def capture(fn):
+    """``@pk.capture``: later calls with the same arguments launch the kernels the function's settled flush
+    launched, without running its Python (module docstring: the contract and what is checked)."""
+    return Captured(fn)
+
+
+def _key(args: tuple, kwargs: dict) -> tuple | None:
+    """The arguments as a plan is looked up: a View by identity, a constant by type and value (-0.0 apart from 0.0);
+    None for anything else (a NumPy array, a list: the function then runs as Python)."""
+    key = []
+    for name, value in (*((None, a) for a in args), *kwargs.items()):
+        kind = type(value)
+        if kind is View:
+            key.append((name, id(value)))
+        elif kind in _CONSTANTS:
+            key.append((name, kind, value, copysign(1.0, value) if kind is float else 0))
+        else:
+            return None
+    return tuple(key)
+
+
+def _shape(result, args: tuple, kwargs: dict, rerun, first: int):
+    """How to rebuild ``result`` at a replay (see ``_rebuild``), None where it never can be, ``_UNPLACED`` where this
+    run cannot tell. ``first``: the program's call count before the function ran (a Future is named by its call's
+    place among the function's calls)."""
+    if type(result) in _CONSTANTS:
+        return ("constant", result)
+    if isinstance(result, (tuple, list)):
+        parts = [_shape(part, args, kwargs, rerun, first) for part in result]
+        for missing in (None, _UNPLACED):
+            if any(p is missing for p in parts):
+                return missing
+        return (type(result), parts)
+    for i, arg in enumerate(args):
+        if result is arg:
+            return ("arg", i)
+    for name, arg in kwargs.items():
+        if result is arg:
+            return ("kwarg", name)
+    if type(result) is Future:
+        if result.call is not None and result.call.position is not None:
+            return ("future", result.call.position - first - 1)
+        for k, future in enumerate(rerun.futures):  # matched by a rerun, or run untraced
+            if future is result:
+                return ("future", k)
+        return _UNPLACED
+    return None
+
+
+def _rebuild(shape, args: tuple, kwargs: dict, futures: list):
+    kind, what = shape
+    if kind == "constant":
+        return what
+    if kind == "arg":
+        return args[what]
+    if kind == "kwarg":
+        return kwargs[what]
+    if kind == "future":
+        return futures[what]
+    return kind(_rebuild(part, args, kwargs, futures) for part in what)
+
+
+def _within(used: list, args: tuple, kwargs: dict) -> bool:
+    """Whether every View in ``used`` lies in the bytes of a View among the arguments."""
+    spans = [a.bounds for a in (*args, *kwargs.values()) if type(a) is View]
+    return all(any(lo <= v.bounds[0] and v.bounds[1] <= hi for lo, hi in spans) for v in used)
