@@ -11,8 +11,10 @@ runs until its calls make a kept flush of their own whose way of running is deci
 fuser/profit.py); from then on a call with the same arguments launches that flush's kernels at once, with no
 Python of the function run. What is checked, so that a replay is what running the function would compute:
 
-- its calls run as one flush: earlier pending calls run first, the function's own run when it returns (a call that
-  runs at once, on memory the host holds, say, leaves no such flush: the next call runs as Python again);
+- its calls run as one flush, which launches every kernel the call launched: earlier pending calls run first, the
+  function's own run when it returns (a call that runs at once, on memory the host holds, say, leaves no such
+  flush: the next call runs as Python again);
+- it runs no array operations (``pk.add``, ``pk.sum``...: recorded steps, not kernel calls a replay could repeat);
 - it touches no data on the host (a View's elements, a copy between Views, a Future's value: its Python could act
   on what it reads, and a replay would skip what it writes); one that does is never replayed;
 - every View its calls take lies in the memory of a View argument: memory the function makes itself (``pk.zeros``
@@ -88,7 +90,9 @@ class Captured:
         rt.flush_all()
         rerun = rt.rerun
         rerun.last = None
+        counts = rt.counts
         first, accesses, reads = rt.calls_made, rt.host_accesses, Future.reads
+        launched, operations = counts["kernels_launched"], counts["array_ops_recorded"] + counts["array_ops_on_host"]
         watched, Future.watched = Future.watched, threading.get_ident()
         try:
             result = self.fn(*args, **kwargs)
@@ -98,6 +102,8 @@ class Captured:
         if rt.host_accesses != accesses or Future.reads != reads:
             self.why_not = "it touches data on the host (a View's elements, a copy, a Future's value), which its " \
                            "Python could act on"
+        elif counts["array_ops_recorded"] + counts["array_ops_on_host"] != operations:
+            self.why_not = "it runs array operations (pk.add, pk.sum...), which are not kernel calls a replay repeats"
         shape = _shape(result, args, kwargs, rerun, first)
         rt.flush_all()
         if shape is _UNPLACED:
@@ -107,8 +113,9 @@ class Captured:
                            "of its reductions"
         template = rerun.last
         if self.why_not is not None or template is None or len(template.steps) != made or rt.failures \
-                or not rerun.settled(rt, template):
-            return result  # (not yet one kept, decided flush of its calls alone: the next call records again)
+                or counts["kernels_launched"] - launched != rerun.last_launches or not rerun.settled(rt, template):
+            return result  # (not yet one kept, decided flush of its calls alone, and all they launched: the next
+            #             call records again)
         if not _within(template.views, args, kwargs):
             self.why_not = "its calls take memory it makes itself (not within a View argument)"
             return result

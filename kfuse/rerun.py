@@ -333,6 +333,7 @@ class Rerun:
         self.untraced: _Untraced | None = None  # a repetition running untraced (then ``_untraced``)
         self._untraced = _Untraced()
         self.last: Template | None = None  # the template the last flush ran, kept or ran untraced (kfuse/capturing.py)
+        self.last_launches = 0  # and the kernels that flush launched
 
     # --- matching (the caller holds guard.lock) ---------------------------------------------------
     def wants(self, args: tuple) -> bool:
@@ -468,7 +469,7 @@ class Rerun:
         result = None if op == "for" else done(prepared.spec.accs[0], results[0])
         self.futures.append(result)
         if run.next == len(template.steps):
-            self.untraced, self.last = None, template
+            self.untraced, self.last, self.last_launches = None, template, len(template.steps)
             if template.trial.untraced:
                 untraced.ran_untraced(template.trial)
             else:
@@ -523,7 +524,7 @@ class Rerun:
         template = match.template
         if match.new:
             match.adopt()
-        self.matched, self.alive, self.last = 0, [], template
+        self.matched, self.alive, self.last, self.last_launches = 0, [], template, len(template.launches)
         trace = rt.logged
         head = [e.call for e in trace.entries]
         trace.clear()  # the head: it runs now
@@ -632,7 +633,7 @@ class Rerun:
         if sum(len(others) for others in self.templates.values()) >= _KEPT:
             self.templates.clear()
         self.templates[key] = listed
-        self.last = template
+        self.last, self.last_launches = template, len(launches)
         return template.trial is not None
 
     def forget(self) -> None:
@@ -685,7 +686,7 @@ class Rerun:
             futures.append(None if step.op == "for" else done(prepared.spec.accs[0], results[0]))
         rt.counts["calls_untraced"] += len(futures)
         untraced.ran_untraced(template.trial)
-        self.last = template
+        self.last, self.last_launches = template, len(futures)
         return futures
 
 

@@ -101,6 +101,11 @@ def _accumulates_into_its_own(x, v):
     pk.parallel_for(N, w_copy, t=t, y=v)
 
 
+def _adds_with_an_array_operation(x, v):
+    pk.add(x, v, out=x)  # a recorded step (or NumPy's, this small): no kernel call of the function's flush
+    pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
+
+
 def _returns_an_array(x, v):
     pk.parallel_for(N, push, dt=0.5, x=x, v=v)
     pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
@@ -109,6 +114,7 @@ def _returns_an_array(x, v):
 
 @pytest.mark.parametrize("body, words", [(_reads_a_sum, "touches data on the host"),
                                          (_accumulates_into_its_own, "memory it makes itself"),
+                                         (_adds_with_an_array_operation, "array operations"),
                                          (_returns_an_array, "its result (ndarray)")])
 def test_what_a_replay_could_not_repeat_is_never_replayed(body, words):
     step = pk.capture(body)
