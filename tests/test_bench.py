@@ -1,5 +1,6 @@
 """The benchmark driver and the demo, run as a user would (subprocesses): the bench's JSON carries every
 field the reports promise, its PNG is a real image, and the demo validates its results and exits 0."""
+import contextlib
 import json
 from collections import Counter
 import subprocess
@@ -219,6 +220,7 @@ def test_the_modes_take_turns_so_each_runs_in_each_place_and_after_each_other_mo
 
     monkeypatch.setattr(measure, "run_once", run_once)
     monkeypatch.setattr(measure, "repeats_for", lambda asked, seconds: asked)
+    monkeypatch.setattr(measure, "E2E_EXTRA_S", 0.0)  # (the end-to-end pair's further turns: tested below)
     subject = subjects.load("paper_fig2")
     measure.measure(subjects.Subject(subject.name, subject.prepare), "small", 8)
     modes = ["eager:None", "trace:None", "uo:none", "o:all"]
@@ -260,3 +262,51 @@ def test_a_timed_run_collects_garbage_once_its_mode_is_set(monkeypatch):
         measure.run_once(go, mode, transforms)
         want = (mode != "eager", manager.parse(transforms) if transforms else None)
         assert seen == [want], (mode, seen)
+
+
+def test_the_end_to_end_ratio_interval_narrows_with_runs_and_holds_the_true_ratio():
+    """Over 60 draws of skewed run times (equal sides), the 90% interval holds the true ratio 1.0 about 90% of the
+    times; with 10 times the runs it is about 3 times narrower; a side 20% slower is told apart."""
+    from kfuse.bench import measure
+
+    rng = np.random.default_rng(5)
+
+    def draws(n):
+        return [measure.ratio_interval(list(10.0 + rng.exponential(1.0, n)), list(10.0 + rng.exponential(1.0, n)))
+                for _ in range(60)]
+
+    few, many = draws(20), draws(200)
+    assert sum(lo <= 1.0 <= hi for lo, hi in few) >= 48 and sum(lo <= 1.0 <= hi for lo, hi in many) >= 48
+    width = [float(np.median([hi - lo for lo, hi in d])) for d in (few, many)]
+    assert 2.0 < width[0] / width[1] < 5.0
+    slower = measure.ratio_interval(list(10.0 + rng.exponential(1.0, 20)), list(12.0 + rng.exponential(1.0, 20)))
+    assert slower[1] < 0.95
+
+
+def test_a_wide_end_to_end_interval_gets_eager_and_fused_turns_until_narrow_or_out_of_time(monkeypatch):
+    """Runs of one kernel whose times scatter by 20% give an interval wider than E2E_WIDTH at 20 runs a mode: more
+    eager and fused O runs, in turns, narrow it; a budget of none adds nothing, and the turns stop at the budget."""
+    from kfuse.bench import measure
+
+    rng = np.random.default_rng(7)
+    order = []
+
+    def run_once(go, mode, transforms):
+        order.append(mode)
+        return {"seconds": 0.010 * (1.0 + 0.2 * rng.random())}
+
+    monkeypatch.setattr(measure, "run_once", run_once)
+    own = {"eager": None, "o": None}
+    monkeypatch.setattr(measure.context, "using", lambda runtime: contextlib.nullcontext())
+    start = [0.010 * (1.0 + 0.2 * rng.random()) for _ in range(40)]
+    eager, fused = start[:20], start[20:]
+    assert measure._narrowed(None, own, list(eager), list(fused), 0.0) == measure.ratio_interval(eager, fused)
+    assert not order
+    lo, hi = measure._narrowed(None, own, eager, fused, 100.0)
+    assert hi - lo <= measure.E2E_WIDTH * (lo + hi) / 2 < measure.ratio_interval(start[:20], start[20:])[1] - \
+        measure.ratio_interval(start[:20], start[20:])[0]
+    assert len(eager) == len(fused) > 20 and Counter(order) == {"eager": len(eager) - 20, "o": len(fused) - 20}
+    order.clear()
+    eager, fused = start[:20], start[20:]
+    measure._narrowed(None, own, eager, fused, 0.05)  # 5 runs of ~11 ms: the first step of 5 pairs, then no more
+    assert len(order) == 10

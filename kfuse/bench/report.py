@@ -44,6 +44,18 @@ def _s(s: dict | None, scale=1.0) -> str:
     return f"{_f(s['median'] * scale)} [{_f(s['min'] * scale)}-{_f(s['max'] * scale)}]"
 
 
+def _n(r: dict, data: dict) -> str:
+    """Timed runs of a subject: per mode, and where more eager and fused O runs narrowed their ratio, theirs."""
+    n = r.get("repeat", data["repeat"])
+    return f"{n} ({r['e2e_runs']})" if r.get("e2e_runs", n) != n else str(n)
+
+
+def _band(r: dict) -> str:
+    """The end-to-end ratio's 90% interval, where measured (``measure.ratio_interval``)."""
+    lo, hi = r.get("fused_vs_eager_interval") or (None, None)
+    return f" [{lo:.2f}-{hi:.2f}]" if lo is not None else ""
+
+
 def _x(x) -> str:
     return "-" if x is None else f"{x:.2f}x"
 
@@ -101,11 +113,11 @@ def markdown(data: dict) -> str:
                           for k, n, a, b, c, d in TABLE5_CPU.get(npbench_name(name), []))
         out.append(f"| {name} | {ours} | {paper or '(not in the paper)'} |")
     out += ["", "## End to end (seconds per run, Python included, warm cache)", "",
-            "| subject | n | eager | traced only | fused UO | fused O | fused O vs eager | tracing overhead | "
+            "| subject | n | eager | traced only | fused UO | fused O | fused O vs eager [90%] | tracing overhead | "
             "fusion analysis (ms/run) | NumPy | check |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in subs.items():
-        out.append(f"| {name} | {r.get('repeat', data['repeat'])} | {_s(r['eager_s'])} | {_s(r['trace_s'])} "
-                   f"| {_s(r['fused_uo_s'])} | {_s(r['fused_s'])} | {_x(r['fused_vs_eager_speedup'])} "
+        out.append(f"| {name} | {_n(r, data)} | {_s(r['eager_s'])} | {_s(r['trace_s'])} "
+                   f"| {_s(r['fused_uo_s'])} | {_s(r['fused_s'])} | {_x(r['fused_vs_eager_speedup'])}{_band(r)} "
                    f"| {r['trace_overhead_pct']:+.1f}% | {_s(r['analysis_ms'])} | {_s(r.get('numpy_s'))} "
                    f"| {r.get('validation', '-')} |")
     ablated = [(n, g) for n, r in subs.items() for g in r["groups"] if "ablation" in g]
