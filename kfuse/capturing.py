@@ -22,8 +22,8 @@ Python of the function run. What is checked, so that a replay is what running th
 - its result is None, a constant, one of its arguments, a Future of one of its reductions, or a tuple or list of
   those;
 - at a replay, the kept flush is still decided, made under the settings in force, in the same execution space,
-  with each View's shape and strides unchanged (``View.resize``; new memory under a View is followed), and nothing
-  failed; else the function runs again as Python.
+  with each View argument's memory and each View's shape and strides unchanged (``View.resize``), nothing failed
+  and the process did not fork; else the function runs again as Python.
 
 With fusion off (or tracing only) the function just runs. A captured call's failing kernel is reported as a
 repeated flush's is: raised at the failing call when its calls run untraced, else where its results are read.
@@ -47,11 +47,16 @@ class _Plan:
     """What a call with one set of arguments replays: the kept flush, the Views in its slots (the flush's template
     may meet other Views later: kfuse/rerun.py), and how to rebuild the function's result."""
 
-    __slots__ = ("template", "views", "result", "pinned")
+    __slots__ = ("template", "views", "result", "pinned", "pointers")
 
     def __init__(self, template, result, pinned: tuple):
         self.template, self.result, self.views = template, result, list(template.views)
-        self.pinned = pinned  # the arguments the key names by id (alive while the plan is)
+        self.pinned = pinned  # the View arguments the key names by id (alive while the plan is)
+        self.pointers = [v.ptr for v in pinned]  # theirs then: a View made from one inside the function (a slice)
+        # keeps its memory, so an argument given new memory (``View.resize``) means running the Python again
+
+    def holds(self) -> bool:
+        return all(v.ptr == p for v, p in zip(self.pinned, self.pointers))
 
 
 class Captured:
@@ -75,7 +80,7 @@ class Captured:
             if plan is not None:
                 if not rt.idle():
                     rt.flush_all()
-                if not rt.failures and rt.rerun.settled(rt, plan.template):
+                if not rt.failures and plan.holds() and rt.rerun.settled(rt, plan.template):
                     futures = rt.rerun.replay(rt, plan.template, plan.views)
                     if futures is not None:
                         if rt.logged.entries:  # its calls became trace entries (a View moved, a compile is
@@ -152,7 +157,7 @@ def _shape(result, args: tuple, kwargs: dict, rerun, first: int):
     place among the function's calls)."""
     if type(result) in _CONSTANTS:
         return ("constant", result)
-    if isinstance(result, (tuple, list)):
+    if type(result) in (tuple, list):  # (a subclass, a namedtuple say, is not rebuilt from its items)
         parts = [_shape(part, args, kwargs, rerun, first) for part in result]
         for missing in (None, _UNPLACED):
             if any(p is missing for p in parts):

@@ -647,7 +647,8 @@ class Rerun:
         repetitions run as the last one did, with no timing pending (a group run apart until its fused kernel's
         compile is repaid counts each repetition, as a rerun does, and the first that repays it is traced)."""
         return not template.head and not template.tail and template.space is rt.default_space \
-            and template.settings == _settings(rt) and (template.trial is None or template.trial.untraced is not None)
+            and template.settings == _settings(rt) and (template.trial is None or template.trial.untraced is not None) \
+            and not guard.forked_after_start
 
     def replay(self, rt, template: Template, filled: list) -> list | None:
         """Run ``template``'s calls now with ``filled`` in its slots, as if the program had just made them and then

@@ -232,3 +232,47 @@ def test_threads_each_replaying_their_own_captured_loop():
 
     expected, got, _, _ = run_eager_and_fused(program)
     assert_same(expected, got)
+
+
+def test_a_slice_made_inside_follows_its_argument_to_new_memory():
+    """The function slices its argument each call; after ``resize`` gives the argument new memory, a replay of the
+    kept slice would write the old memory: the function runs as Python again."""
+    @pk.capture
+    def step(x, v):
+        inner = x[1:N - 1]
+        pk.parallel_for(N - 2, w_copy, t=v[0:N - 2], y=inner)
+        pk.parallel_for(N - 2, kick, dt=0.5, x=inner, v=v[0:N - 2])
+
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        seen = []
+        for call in range(8):
+            if call == 5:
+                x.resize(0, N + 4)  # new memory (its first N elements kept): the slice keeps its shape
+            step(x, v)
+            seen.append(x.copy())
+        return seen, v.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] > 0
+
+
+def test_a_tuple_subclass_result_is_never_replayed():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "total x")
+
+    @pk.capture
+    def step(x, v):
+        pk.parallel_for(N, push, dt=0.5, x=x, v=v)
+        pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
+        return Pair(pk.parallel_reduce(N, w_sum, x=x), x)
+
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        return [float(step(x, v).total) for _ in range(6)], x.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] == 0 and "Pair" in step.why_not

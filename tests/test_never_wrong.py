@@ -379,6 +379,41 @@ def test_fork_after_a_kernel_ran_does_not_hang(tmp_path):
     assert "forked after Kokkos started" in proc.stderr
 
 
+@host_kokkos_only
+def test_a_captured_function_in_a_forked_child_runs_its_python(tmp_path):
+    """A replay would launch the parent's OpenMP kernels in the child, which libgomp cannot run after a fork."""
+    proc = _run(tmp_path, '''
+        import os
+        import numpy as np
+        import kfuse as pk
+
+        @pk.workunit
+        def inc(i: int, a: pk.View1D[pk.double]):
+            a[i] = a[i] + 1.0
+
+        @pk.capture
+        def twice(a):
+            pk.parallel_for(100, inc, a=a)
+            pk.parallel_for(100, inc, a=a)
+
+        pk.enable_fusion()
+        a = pk.View(100)
+        for _ in range(5):
+            twice(a)
+        print("parent before", np.asarray(a).sum(), pk.stats()["calls_captured"] > 0, flush=True)
+        pid = os.fork()
+        if pid == 0:
+            twice(a)
+            print("child", np.asarray(a).sum(), flush=True)
+            raise SystemExit(0)
+        _, status = os.waitpid(pid, 0)
+        twice(a)
+        print("parent after", np.asarray(a).sum(), os.waitstatus_to_exitcode(status), flush=True)
+    ''')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["parent before 1000.0 True", "child 1200.0", "parent after 1200.0 0"]
+
+
 def test_a_lost_failure_at_exit_fails_the_process(tmp_path):
     proc = _run(tmp_path, '''
         import dataclasses
