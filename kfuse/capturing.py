@@ -22,8 +22,8 @@ Python of the function run. What is checked, so that a replay is what running th
 - its result is None, a constant, one of its arguments, a Future of one of its reductions, or a tuple or list of
   those;
 - at a replay, the kept flush is still decided, made under the settings in force, in the same execution space,
-  with each View argument's memory and each View's shape and strides unchanged (``View.resize``), nothing failed
-  and the process did not fork; else the function runs again as Python.
+  with each View argument's memory unchanged (``View.resize``), nothing failed and the process did not fork; else
+  the function runs again as Python.
 
 With fusion off (or tracing only) the function just runs. A captured call's failing kernel is reported as a
 repeated flush's is: raised at the failing call when its calls run untraced, else where its results are read.
@@ -82,11 +82,10 @@ class Captured:
                     rt.flush_all()
                 if not rt.failures and plan.holds() and rt.rerun.settled(rt, plan.template):
                     futures = rt.rerun.replay(rt, plan.template, plan.views)
-                    if futures is not None:
-                        if rt.logged.entries:  # its calls became trace entries (a View moved, a compile is
-                            rt.flush_all()  # repaid): they run as made, and the next call records again
-                            del self.plans[key]
-                        return _rebuild(plan.result, args, kwargs, futures)
+                    if rt.logged.entries:  # its calls became trace entries (Rerun.run: a compile repaid, Views
+                        rt.flush_all()  # that overlap): they run as made, and the next call records again
+                        del self.plans[key]
+                    return _rebuild(plan.result, args, kwargs, futures)
                 del self.plans[key]
             return self._record(rt, key, args, kwargs)
 

@@ -650,15 +650,12 @@ class Rerun:
             and template.settings == _settings(rt) and (template.trial is None or template.trial.untraced is not None) \
             and not guard.forked_after_start
 
-    def replay(self, rt, template: Template, filled: list) -> list | None:
-        """Run ``template``'s calls now with ``filled`` in its slots, as if the program had just made them and then
-        touched the host (nothing may be pending: the caller flushed); the Futures its reductions and scans
-        deliver, per step (None for a ``for``), or None where a View no longer has its slot's kind (then nothing
-        ran: ``View.resize``). A settled template only (``settled``). New memory under a View of the same kind is
-        found as a rerun finds it (``_Match.valid``), or read afresh by an untraced launch."""
+    def replay(self, rt, template: Template, filled: list) -> list:
+        """Run ``template``'s calls now with ``filled`` in its slots (Views it ran with, whose memory is unchanged:
+        the caller checked), as if the program had just made them and then touched the host (nothing may be
+        pending: the caller flushed); the Futures its reductions and scans deliver, per step (None for a ``for``).
+        A settled template only (``settled``)."""
         steps = template.steps
-        if any((v.sig, v.shape, v.strides) != kind for v, kind in zip(filled, template.kinds)):
-            return None
         if views.constant:
             for step in steps:
                 if step.host:

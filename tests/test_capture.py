@@ -4,10 +4,14 @@ function just runs) and fused, bit for bit, and checks that replays happened whe
 not where a check forbids them."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kfuse as pk
+from kfuse import config, context
 from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
 
 pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
@@ -79,15 +83,16 @@ def test_other_views_or_scalars_are_other_plans():
     def program():
         x, v, y, w = view_of(X0), view_of(V0), view_of(X0 * 3.0), view_of(V0)
         seen = []
-        for call in range(12):
-            a, b, dt = (x, v, 0.01) if call % 3 == 0 else (y, w, 0.01) if call % 3 == 1 else (x, v, -0.02)
+        for call in range(18):  # two sets of Views in turns share one kept flush, then a third dt joins
+            a, b = (x, v) if call % 2 == 0 else (y, w)
+            dt = -0.02 if call >= 10 and call % 3 == 0 else 0.01
             seen.append(float(block.step(a, b, dt, 2)[0]))
         return seen, x.copy(), v.copy(), y.copy(), w.copy()
 
     expected, got, stats, _ = run_eager_and_fused(program)
     assert_same(expected, got)
     assert stats["calls_captured"] > 0
-    assert len(block.step.plans) == 3
+    assert len(block.step.plans) == 4
 
 
 def _reads_a_sum(x, v):
@@ -276,3 +281,81 @@ def test_a_tuple_subclass_result_is_never_replayed():
     expected, got, stats, _ = run_eager_and_fused(program)
     assert_same(expected, got)
     assert stats["calls_captured"] == 0 and "Pair" in step.why_not
+
+
+def _random_body(body: list):
+    """A captured function making ``body``'s calls over (x, v, w), returning its sums."""
+    def step(x, v, w, dt):
+        sums = []
+        for name in body:
+            if name == "push":
+                pk.parallel_for(N, push, dt=dt, x=x, v=v)
+            elif name == "kick":
+                pk.parallel_for(N, kick, dt=0.25, x=x, v=v)
+            elif name == "shift":
+                pk.parallel_for(N - 1, w_shift, x=x, y=w)
+            else:
+                sums.append(pk.parallel_reduce(N, w_sum, x=w))
+        return tuple(sums)
+    return pk.capture(step)
+
+
+def _random_program(body: list, events: list):
+    """The captured body called once per event, each after that host event: nothing, a host write to v, a write
+    through a NumPy alias of x, a call left pending, a read of w, another dt, new Views for v, a resize of w."""
+    step = _random_body(body)
+    x, v, w = view_of(X0), view_of(V0), view_of(np.zeros(N + 2))
+    seen = []
+    for k, event in enumerate(events):
+        dt = 0.5
+        if event == "write":
+            v[k % N] = 0.125 * k
+        elif event == "alias":
+            np.asarray(x)[k % N] = -0.25 * k
+        elif event == "pending":
+            pk.parallel_for(N, kick, dt=0.125, x=x, v=v)
+        elif event == "read":
+            seen.append(float(w[1]))
+        elif event == "dt":
+            dt = -0.25
+        elif event == "fresh":
+            v = view_of(v.copy())
+        elif event == "resize":
+            w.resize(0, w.shape[0] + 1)
+        seen += [float(s) for s in step(x, v, w, dt)]
+    return seen, x.copy(), v.copy(), w.copy()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=st.lists(st.sampled_from(["push", "kick", "shift", "sum"]), min_size=1, max_size=4),
+       events=st.lists(st.sampled_from(["none"] * 6 + ["write", "alias", "pending", "read", "dt", "fresh", "resize"]),
+                       min_size=4, max_size=14),
+       measure=st.booleans(), seed=st.integers(0, 2 ** 32 - 1))
+def test_random_captured_loops_agree_with_eager(tmp_path, body, events, measure, seed):
+    """Random bodies called between random host events, each flush run fused, or decided fused or untraced by a
+    clock of random steps (KFUSE_PROFIT=measure): every value the host sees is eager's."""
+    expected = _random_program(body, events)
+    profit = "measure" if measure else "off"
+    with config.overridden(config.PROFIT, profit), config.overridden(config.PROFIT_TRIALS, 1), \
+            config.overridden(config.CACHE_DIR, str(tmp_path)):
+        pk.enable_fusion()
+        runtime = context.current()
+        ticks = iter(np.cumsum(np.random.default_rng(seed).random(100_000)).tolist())
+        runtime.profit.clock = lambda: next(ticks)
+        try:
+            got = _random_program(body, events)
+        finally:
+            pk.disable_fusion()
+            runtime.profit.clock = time.perf_counter
+    assert_same(expected, got)
+
+
+def test_the_random_captured_loops_reach_replays():
+    """The generator above must reach replays, not only recordings (a plain stretch of calls after a pending one)."""
+    pk.reset_stats()
+    pk.enable_fusion()
+    try:
+        _random_program(["push", "sum"], ["none"] * 4 + ["pending", "none", "none", "alias", "none"])
+    finally:
+        pk.disable_fusion()
+    assert pk.stats()["calls_captured"] >= 2 * 3
