@@ -1,9 +1,11 @@
 """What ``pk.capture`` saves (kfuse/capturing.py): NSTREAM's loop (``--calls`` calls of ``A += B + 3 C`` over
 ``--n`` doubles, then ``pk.fence()``) eager, fused (each run rerun: its calls compared with the kept flush's) and
-captured (each run one replay), in turns in one process after each settles; prints the median and best microseconds a
+captured (each run one replay), in turns in one process after each settles: each turn runs ``--block`` runs of one
+mode back to back, as a loop does (garbage collected before the block); prints the median and best microseconds a
 run per mode, and whether each mode's result is what its runs should have made.
 
     KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_capture.py [--n 4096] [--calls 50] [--runs 300]
+        [--block 20]
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--calls", type=int, default=50)
-    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=300, help="timed runs per mode")
+    parser.add_argument("--block", type=int, default=20, help="runs of one mode in a row")
     args = parser.parse_args()
     captured = pk.capture(iterate)
     modes = {"eager": (False, iterate), "fused": (True, iterate), "captured": (True, captured)}
@@ -40,26 +43,29 @@ def main() -> None:
     times: dict = {m: [] for m in modes}
     runs = dict.fromkeys(modes, 0)
 
-    def once(mode: str) -> float:
+    def block(mode: str, count: int) -> list:
         fused, fn = modes[mode]
-        runs[mode] += 1
+        runs[mode] += count
         if fused:
             pk.enable_fusion()
         try:
             gc.collect()
-            start = time.perf_counter()
-            fn(*arrays[mode], args.calls)
-            pk.fence()
-            return time.perf_counter() - start
+            seconds = []
+            for _ in range(count):
+                start = time.perf_counter()
+                fn(*arrays[mode], args.calls)
+                pk.fence()
+                seconds.append(time.perf_counter() - start)
+            return seconds
         finally:
             if fused:
                 pk.disable_fusion()
 
     for mode in modes:
-        measure.until_settled(lambda mode=mode: once(mode))
-    for r in range(args.runs):
+        measure.until_settled(lambda mode=mode: block(mode, 1)[0])
+    for r in range(-(-args.runs // args.block)):
         for mode in measure.turn_order(list(modes), r):
-            times[mode].append(once(mode))
+            times[mode] += block(mode, args.block)
     for mode, seconds in times.items():
         want = 8.0 * args.calls * runs[mode]  # each call adds 2 + 3 * 2
         right = np.array_equal(np.asarray(arrays[mode][0]), np.full(args.n, want))
