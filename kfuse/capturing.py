@@ -68,6 +68,11 @@ class Captured:
         self.plans: dict = {}  # argument key -> _Plan
         self.why_not: str | None = None
 
+    def __get__(self, instance, owner=None):
+        """A method: bound to its instance, which is then an argument like any other (an object, so its calls run
+        as Python: its fields are not arguments a key could compare)."""
+        return self if instance is None else functools.partial(self, instance)
+
     def __call__(self, *args, **kwargs):
         rt = context.current()
         if not (rt.enabled and rt.fuse) or self.why_not is not None:

@@ -359,3 +359,25 @@ def test_the_random_captured_loops_reach_replays():
     finally:
         pk.disable_fusion()
     assert pk.stats()["calls_captured"] >= 2 * 3
+
+
+def test_a_captured_method_gets_its_instance_and_runs_as_python():
+    class Simulation:
+        def __init__(self, dt):
+            self.dt = dt
+
+        @pk.capture
+        def step(self, x, v):
+            pk.parallel_for(N, push, dt=self.dt, x=x, v=v)
+            pk.parallel_for(N, kick, dt=self.dt, x=x, v=v)
+
+    def program():
+        sim, x, v = Simulation(0.25), view_of(X0), view_of(V0)
+        for k in range(6):
+            sim.dt = 0.25 * (k + 1)  # a field a replay could not see
+            sim.step(x, v)
+        return x.copy(), v.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] == 0
