@@ -120,9 +120,9 @@ def test_peers_bench_on_the_host_writes_every_workload_against_numpy(tmp_path):
     assert data["card"] == "cpu" and data["space"] == "OpenMP" and data["peers"] == ["numpy"]
     assert list(data["workloads"]) == ["nstream", "gaussian"]
     assert data["checks"] == {"nstream": "PASS", "gaussian": "PASS"}
-    assert set(data["workloads"]["nstream"]) == {"kfuse_fused_ms", "kfuse_captured_ms", "kfuse_eager_ms", "numpy_ms"}
-    assert set(data["workloads"]["gaussian"]) == {"kfuse_fused_ms", "kfuse_eager_ms", "numpy_ms"}  # array operations
-    assert all(v > 0 for row in data["workloads"].values() for v in row.values())
+    for row in data["workloads"].values():
+        assert set(row) == {"kfuse_fused_ms", "kfuse_captured_ms", "kfuse_eager_ms", "numpy_ms"}
+        assert all(v > 0 for v in row.values())
     assert "| nstream |" in proc.stdout
 
 

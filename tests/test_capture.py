@@ -106,11 +106,6 @@ def _accumulates_into_its_own(x, v):
     pk.parallel_for(N, w_copy, t=t, y=v)
 
 
-def _adds_with_an_array_operation(x, v):
-    pk.add(x, v, out=x)  # a recorded step (or NumPy's, this small): no kernel call of the function's flush
-    pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
-
-
 def _returns_an_array(x, v):
     pk.parallel_for(N, push, dt=0.5, x=x, v=v)
     pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
@@ -119,7 +114,6 @@ def _returns_an_array(x, v):
 
 @pytest.mark.parametrize("body, words", [(_reads_a_sum, "touches data on the host"),
                                          (_accumulates_into_its_own, "memory it makes itself"),
-                                         (_adds_with_an_array_operation, "array operations"),
                                          (_returns_an_array, "its result (ndarray)")])
 def test_what_a_replay_could_not_repeat_is_never_replayed(body, words):
     step = pk.capture(body)
@@ -381,3 +375,67 @@ def test_a_captured_method_gets_its_instance_and_runs_as_python():
     expected, got, stats, _ = run_eager_and_fused(program)
     assert_same(expected, got)
     assert stats["calls_captured"] == 0
+
+
+def _gaussian_sum(x, mu, var):
+    """The Gaussian log-likelihood chain (fusion_check.gaussian_chain's), its result a Future."""
+    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * np.pi)), -0.5),
+                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
+
+
+def test_array_operations_replay_as_the_kernels_of_their_flush():
+    """Recorded array operations are logged as kernel calls when the function returns, so its flush holds them;
+    with new data under the same Views each call, every replayed sum is eager's."""
+    step = pk.capture(_gaussian_sum)
+
+    def program():
+        x, mu, var = view_of(X0), view_of(V0), view_of(np.linspace(0.5, 2.0, N))
+        seen = []
+        for k in range(8):
+            x[k % N] = 0.1 * k
+            seen.append(float(step(x, mu, var)))
+        return seen
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] > 0 and step.why_not is None
+
+
+def test_array_operations_numpy_computes_on_the_host_are_never_replayed(monkeypatch):
+    """Small operations NumPy computes at once (KFUSE_HOST_ELEMENTS) launch no kernel a replay could repeat."""
+    monkeypatch.setenv("KFUSE_HOST_ELEMENTS", "4096")
+    step = pk.capture(lambda x, v: pk.add(x, v, out=x) and pk.parallel_for(N, kick, dt=0.5, x=x, v=v))
+
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        for _ in range(6):
+            step(x, v)
+        return x.copy(), v.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] == 0 and "small enough for NumPy" in step.why_not
+
+
+def test_futures_of_calls_made_around_array_operations_are_their_own():
+    """The array operations' kernel call is logged when the next call needs it, after that call was counted: a
+    Future is named by its call's place in the flush, not in the program's count of calls."""
+    @pk.capture
+    def step(x, v):
+        first = pk.parallel_reduce(N, w_sum, x=x)
+        pk.multiply(v, 0.5, out=v)
+        second = pk.parallel_reduce(N, w_sum, x=v)
+        pk.add(x, v, out=x)
+        return first, second
+
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        seen = []
+        for k in range(8):
+            v[k % N] = 1.0 + k
+            seen += [float(s) for s in step(x, v)]
+        return seen, x.copy(), v.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] > 0
