@@ -1,11 +1,13 @@
 """What ``pk.capture`` saves (kfuse/capturing.py): NSTREAM's loop (``--calls`` calls of ``A += B + 3 C`` over
-``--n`` doubles, then ``pk.fence()``) eager, fused (each run rerun: its calls compared with the kept flush's) and
-captured (each run one replay), in turns in one process after each settles: each turn runs ``--block`` runs of one
-mode back to back, as a loop does (garbage collected before the block); prints the median and best microseconds a
-run per mode, and whether each mode's result is what its runs should have made.
+``--n`` doubles, then ``pk.fence()``), or with ``--gaussian`` the Gaussian log-likelihood chain (nine array
+operations ending in a sum over ``--n`` doubles, its value read), eager, fused (NSTREAM's runs rerun: their calls
+compared with the kept flush's; the chain's recorded and analysed) and captured (each run one replay), in turns in
+one process after each settles: each turn runs ``--block`` runs of one mode back to back, as a loop does (garbage
+collected before the block); prints the median and best microseconds a run per mode, and whether each mode's
+result is what it should be.
 
-    KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_capture.py [--n 4096] [--calls 50] [--runs 300]
-        [--block 20]
+    KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_capture.py [--gaussian] [--n 4096] [--calls 50]
+        [--runs 300] [--block 20]
 """
 from __future__ import annotations
 
@@ -30,16 +32,32 @@ def iterate(A, B, C, calls: int) -> None:
         pk.parallel_for(A.shape[0], nstream, A=A, B=B, C=C, scalar=3.0)
 
 
+def gaussian(x, mu, var):
+    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * np.pi)), -0.5),
+                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--runs", type=int, default=300, help="timed runs per mode")
     parser.add_argument("--block", type=int, default=20, help="runs of one mode in a row")
+    parser.add_argument("--gaussian", action="store_true", help="the Gaussian chain of array operations instead")
     args = parser.parse_args()
-    captured = pk.capture(iterate)
-    modes = {"eager": (False, iterate), "fused": (True, iterate), "captured": (True, captured)}
-    arrays = {m: (pk.zeros(args.n), pk.full(args.n, 2.0), pk.full(args.n, 2.0)) for m in modes}
+    if args.gaussian:
+        rng = np.random.default_rng(0)
+        inputs = (rng.standard_normal(args.n), rng.standard_normal(args.n), rng.uniform(0.5, 2.0, args.n))
+        want = float(np.sum(-0.5 * np.log(2 * np.pi * inputs[2]) - (inputs[0] - inputs[1]) ** 2 / (2 * inputs[2])))
+        run, captured = (lambda fn: lambda x, mu, var: float(fn(x, mu, var))), pk.capture(gaussian)
+        modes = {"eager": (False, run(gaussian)), "fused": (True, run(gaussian)), "captured": (True, run(captured))}
+        arrays = {m: tuple(pk.array(a.copy()) for a in inputs) for m in modes}
+        calls = ()
+    else:
+        captured, calls = pk.capture(iterate), (args.calls,)
+        modes = {"eager": (False, iterate), "fused": (True, iterate), "captured": (True, captured)}
+        arrays = {m: (pk.zeros(args.n), pk.full(args.n, 2.0), pk.full(args.n, 2.0)) for m in modes}
+    values: dict = {m: set() for m in modes}
     times: dict = {m: [] for m in modes}
     runs = dict.fromkeys(modes, 0)
 
@@ -53,7 +71,7 @@ def main() -> None:
             seconds = []
             for _ in range(count):
                 start = time.perf_counter()
-                fn(*arrays[mode], args.calls)
+                values[mode].add(fn(*arrays[mode], *calls))
                 pk.fence()
                 seconds.append(time.perf_counter() - start)
             return seconds
@@ -67,8 +85,10 @@ def main() -> None:
         for mode in measure.turn_order(list(modes), r):
             times[mode] += block(mode, args.block)
     for mode, seconds in times.items():
-        want = 8.0 * args.calls * runs[mode]  # each call adds 2 + 3 * 2
-        right = np.array_equal(np.asarray(arrays[mode][0]), np.full(args.n, want))
+        if args.gaussian:  # (summed in another order than NumPy's)
+            right = all(abs(v - want) <= 1e-9 * abs(want) for v in values[mode])
+        else:
+            right = np.array_equal(np.asarray(arrays[mode][0]), np.full(args.n, 8.0 * args.calls * runs[mode]))
         print(f"{mode:9s} median {statistics.median(seconds) * 1e6:9.1f} us   best {min(seconds) * 1e6:9.1f} us   "
               f"result {'right' if right else 'WRONG'}")
     print(f"calls replayed by capture: {pk.stats()['calls_captured']}")
