@@ -30,7 +30,8 @@ function would compute:
   the function runs again as Python.
 
 With fusion off (or tracing only) the function just runs. A captured call's failing kernel is reported as a
-repeated flush's is: raised at the failing call when its calls run untraced, else where its results are read.
+repeated flush's is: raised at once when its calls run untraced or it is one call, else where its results are
+read.
 """
 from __future__ import annotations
 
