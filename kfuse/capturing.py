@@ -9,7 +9,9 @@ contract: **the function's kernel calls depend only on its arguments** -- the Vi
 its scalar arguments (by value) -- not on globals that change, data it reads on the host or the time. Its Python
 runs until its calls make a kept flush of their own whose way of running is decided (rerun fused or untraced,
 fuser/profit.py), or a flush of one kernel call (its array operations make one, say); from then on a call with the
-same arguments launches that flush's kernels at once, with no Python of the function run. While its Python runs,
+same arguments launches that flush's kernels at once (its kept launches, even where its trial decided it
+untraced: that decision weighed comparing each call, which a replay does not do), with no Python of the function
+run. While its Python runs,
 every call it makes goes to the trace (none runs untraced by its streak, kfuse/untraced.py) and its array
 operations are logged as kernel calls when it returns. What is checked, so that a replay is what running the
 function would compute:
@@ -30,8 +32,7 @@ function would compute:
   the function runs again as Python.
 
 With fusion off (or tracing only) the function just runs. A captured call's failing kernel is reported as a
-repeated flush's is: raised at once when its calls run untraced or it is one call, else where its results are
-read.
+repeated flush's is: raised at once when it is one call, else where its results are read.
 """
 from __future__ import annotations
 

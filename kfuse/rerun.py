@@ -654,15 +654,14 @@ class Rerun:
         """Run ``template``'s calls now with ``filled`` in its slots (Views it ran with, whose memory is unchanged:
         the caller checked), as if the program had just made them and then touched the host (nothing may be
         pending: the caller flushed); the Futures its reductions and scans deliver, per step (None for a ``for``).
-        A settled template only (``settled``)."""
+        A settled template only (``settled``). Its kept launches run even where its trial decided untraced: that
+        decision weighed the rerun's comparison of every call, which a replay does not make."""
         steps = template.steps
         if views.constant:
             for step in steps:
                 if step.host:
                     views.touched([filled[slot] for _, slot in step.positions])
         rt.counts["calls_captured"] += len(steps)
-        if template.trial is not None and template.trial.untraced:
-            return self._replay_untraced(rt, template, filled)
         self.futures = [None if s.op == "for" else Future(s.prepared.spec.accs[0], rt.resolve) for s in steps]
         match = _Match(template, False)
         match.filled[:] = filled
@@ -671,20 +670,6 @@ class Rerun:
         rt.calls_made += len(steps)
         futures = self.futures
         self.run(rt)  # (a View moved, or a compile now repaid: the calls become trace entries, which the caller runs)
-        return futures
-
-    def _replay_untraced(self, rt, template: Template, filled: list) -> list:
-        """Launch each step's own kernel, as an untraced repetition does (a failure raises at once, as eagerly)."""
-        futures = []
-        rt.backend.enter_thread()
-        for step in template.steps:
-            rt.calls_made += 1
-            prepared = step.prepared
-            results = (prepared.kernel or kernel_of(prepared)).launch(step.slots, _args_with(step, filled))
-            futures.append(None if step.op == "for" else done(prepared.spec.accs[0], results[0]))
-        rt.counts["calls_untraced"] += len(futures)
-        untraced.ran_untraced(template.trial)
-        self.last, self.last_launches = template, len(futures)
         return futures
 
 

@@ -185,9 +185,9 @@ def test_with_fusion_off_it_just_runs():
     assert block.ran == 3 and not block.step.plans
 
 
-def test_a_decided_untraced_flush_replays_its_calls_one_by_one(monkeypatch):
+def test_a_flush_decided_untraced_replays_its_kept_launches(monkeypatch):
     """Under KFUSE_PROFIT=measure a flush none of whose kernels fuses is decided untraced at once (untraced.lone):
-    a replay launches each call's own kernel."""
+    a replay launches its kept launches, each call's own kernel."""
     monkeypatch.setenv("KFUSE_PROFIT", "measure")
 
     @pk.capture
