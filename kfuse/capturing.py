@@ -2,19 +2,18 @@
 running its Python.
 
 A repeated flush is rerun without tracing (kfuse/rerun.py), but each of its calls still costs the program's own
-Python and a comparison with the kept call: 2-6 us a call, which for NSTREAM's 50 calls a run on a GPU is more
-host time than their one fused kernel takes. ``torch.compile`` and ``jax.jit`` remove that cost by running a
-function's Python once and replaying what it made; ``capture`` does the same for kernel calls, under the same
-contract: **the function's kernel calls depend only on its arguments** -- the Views it is given (by identity) and
-its scalar arguments (by value) -- not on globals that change, data it reads on the host or the time. Its Python
-runs until its calls make a kept flush of their own whose way of running is decided (rerun fused or untraced,
-fuser/profit.py), or a flush of one kernel call (its array operations make one, say); from then on a call with the
-same arguments launches that flush's kernels at once (its kept launches, even where its trial decided it
-untraced: that decision weighed comparing each call, which a replay does not do), with no Python of the function
-run. While its Python runs,
-every call it makes goes to the trace (none runs untraced by its streak, kfuse/untraced.py) and its array
-operations are logged as kernel calls when it returns. What is checked, so that a replay is what running the
-function would compute:
+Python and a comparison with the kept call: 2-6 us a call, which for NSTREAM's 50 calls a run on a GPU is more host
+time than their one fused kernel takes. ``torch.compile`` and ``jax.jit`` remove that cost by running a function's
+Python once and replaying what it made; ``capture`` does the same for kernel calls, under the same contract: **the
+function's kernel calls depend only on its arguments** -- the Views it is given (by identity) and its scalar
+arguments (by value) -- not on globals that change, data it reads on the host or the time. Its Python runs until its
+calls make a kept flush of their own whose way of running is decided (rerun fused or untraced, fuser/profit.py), or
+a flush of one kernel call (its array operations make one, say); from then on a call with the same arguments
+launches that flush's kernels at once (its kept launches, even where its trial decided it untraced: that decision
+weighed comparing each call, which a replay does not do), with no Python of the function run. While its Python runs,
+every call it makes goes to the trace (none runs untraced by its streak, kfuse/untraced.py) and its array operations
+are logged as kernel calls when it returns. What is checked, so that a replay is what running the function would
+compute:
 
 - its calls run as one flush, which launches every kernel the call launched: earlier pending calls run first, the
   function's own run when it returns (a call that runs at once, on memory the host holds, say, leaves no such
@@ -43,8 +42,7 @@ from math import copysign
 from . import context, guard, views
 from .calls import runs_off_gpu
 from .future import Future, done
-from .pipeline import kernel_of
-from .runtime.launch import policy_slots
+from .pipeline import execute
 from .views import View
 
 _PLANS = 8  # argument sets kept per function (each holds its Views)
@@ -215,15 +213,15 @@ def _shape(result, args: tuple, kwargs: dict, place: dict, matched: list):
 
 
 def _launch(rt, call):
-    """Run ``call`` again, as its flush ran it (pipeline.execute); the Future of its reduction or scan, or None."""
+    """Run ``call`` again, as its flush ran it; the Future of its reduction or scan, or None."""
     rt.calls_made += 1
     rt.counts["calls_captured"] += 1
     prepared = call.prepared
     if views.constant and runs_off_gpu(prepared.backend, prepared.spec.space):
         views.touched(call.args)
     prepared.backend.enter_thread()
-    results = kernel_of(prepared).launch(policy_slots(call.policy), call.args)
-    return done(prepared.spec.accs[0], results[0]) if results else None
+    value = execute(call)
+    return None if call.op == "for" else done(prepared.spec.accs[0], value)
 
 
 def _rebuild(shape, args: tuple, kwargs: dict, futures: list):

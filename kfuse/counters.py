@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from . import context
 
-COUNTERS = ("ops_traced", "calls_untraced", "calls_captured", "array_ops_recorded", "array_ops_on_host", "flushes", "kernels_launched",
-            "fused_kernels_launched", "escaped_calls", "printing_calls", "compiles", "cache_hits", "kernels_loaded",
-            "kernels_unloaded", "unstored_arrays",
+COUNTERS = ("ops_traced", "calls_untraced", "calls_captured", "array_ops_recorded", "array_ops_on_host", "flushes",
+            "kernels_launched", "fused_kernels_launched", "escaped_calls", "printing_calls", "compiles", "cache_hits",
+            "kernels_loaded", "kernels_unloaded", "unstored_arrays",
             # profitability (fuser/profit.py): group runs timed for a measurement, measurements completed,
             # decisions read from the cache folder, group runs whose members ran apart by a decision
             "profit_trials", "profit_decided", "profit_remembered", "groups_unfused",

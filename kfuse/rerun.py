@@ -287,6 +287,12 @@ class _Untraced:
         return self
 
 
+def _touched(step: Step, filled: list) -> None:
+    """A step that runs off the GPU leaves its slots' Views of unknown contents (``views.constant``)."""
+    if step.host:
+        views.touched([filled[slot] for _, slot in step.positions])
+
+
 def _untraced_args(step: Step, kwargs: dict, kinds: tuple):
     """The step's launch arguments from ``kwargs`` if they fit its kernel (scalars equal, each View of the slot's
     kind, one View per slot within the call), else None."""
@@ -400,9 +406,7 @@ class Rerun:
         step = first.template.steps[matched]
         if views.constant:  # each template numbers its own slots
             for match in survivors:
-                own = match.template.steps[matched]
-                if own.host:
-                    views.touched([match.filled[slot] for _, slot in own.positions])
+                _touched(match.template.steps[matched], match.filled)
         self.matched = matched + 1
         rt.counts["ops_traced"] += 1
         if op == "for":
@@ -659,8 +663,7 @@ class Rerun:
         steps = template.steps
         if views.constant:
             for step in steps:
-                if step.host:
-                    views.touched([filled[slot] for _, slot in step.positions])
+                _touched(step, filled)
         rt.counts["calls_captured"] += len(steps)
         self.futures = [None if s.op == "for" else Future(s.prepared.spec.accs[0], rt.resolve) for s in steps]
         match = _Match(template, False)

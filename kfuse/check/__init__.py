@@ -19,8 +19,8 @@ from .oracle import compare
 from .program import Call, Case, Export, Fence, Read, Realloc, UseResult, Write, as_python
 from .runner import CAPTURED, EAGER, FUSED, TRACED, TWICE, Mode, modes_for, run
 
-__all__ = ["CAPTURED", "Call", "Case", "EAGER", "Export", "FUSED", "Fence", "Mode", "Read", "Realloc", "TRACED", "UseResult", "Write",
-           "as_python", "case_for", "check", "compare", "modes_for", "run", "shrink"]
+__all__ = ["CAPTURED", "Call", "Case", "EAGER", "Export", "FUSED", "Fence", "Mode", "Read", "Realloc", "TRACED",
+           "UseResult", "Write", "as_python", "case_for", "check", "compare", "modes_for", "run", "shrink"]
 
 
 def check(case: Case) -> list:
