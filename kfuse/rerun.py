@@ -99,6 +99,8 @@ class Template:
     steps: tuple
     tail: tuple  # step numbers left pending by the partition
     owners: tuple  # per partition position (the order it ran its calls): ("head", k) or ("step", i)
+    in_order: bool  # the owners are the steps in order, no head (a rerun's calls are then the program's next ones)
+    reducing: tuple  # the steps that deliver a reduction's or scan's value
     launches: tuple  # [kernel, policy slots, arguments, ((position, slot), ...), partition positions, those of them
     #                  that deliver a reduction's or scan's value, the argument buffer packed (None on a device)], as
     #                  they ran
@@ -533,8 +535,9 @@ class Rerun:
         head = [e.call for e in trace.entries]
         trace.clear()  # the head: it runs now
         rt.counts["flushes"] += 1
-        record = explain.rerun(rt, template.record, [head[k].position if kind == "head" else self.first_call + k
-                                                     for kind, k in template.owners])
+        first = self.first_call
+        record = explain.rerun(rt, template.record, range(first, first + len(template.owners)) if template.in_order
+                               else [head[k].position if kind == "head" else first + k for kind, k in template.owners])
         rt.backend.enter_thread()
         rt._running = True
         try:
@@ -621,7 +624,10 @@ class Rerun:
                 for kernel, slots, passed, members in launches]
         written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}
         template = Template(
-            tuple(_head(call, slot_of) for call in head), steps, tail, owners, tuple(kept),
+            tuple(_head(call, slot_of) for call in head), steps, tail, owners,
+            owners == tuple(("step", i) for i in range(len(steps))),
+            tuple(i for i, step in enumerate(steps) if step.op != "for"),
+            tuple(kept),
             sum(record.apart(g) for g in record.groups), waiting,
             slot_views, [v.ptr for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
@@ -665,13 +671,14 @@ class Rerun:
             for step in steps:
                 _touched(step, filled)
         rt.counts["calls_captured"] += len(steps)
-        self.futures = [None if s.op == "for" else Future(s.prepared.spec.accs[0], rt.resolve) for s in steps]
+        self.futures = futures = [None] * len(steps)
+        for k in template.reducing:
+            futures[k] = Future(steps[k].prepared.spec.accs[0], rt.resolve)
         match = _Match(template, False)
         match.filled[:] = filled
         match.new = any(a is not b for a, b in zip(filled, template.views))
         self.alive, self.matched, self.first_call, self.timing = [match], len(steps), rt.calls_made + 1, False
         rt.calls_made += len(steps)
-        futures = self.futures
         self.run(rt)  # (a View moved, or a compile now repaid: the calls become trace entries, which the caller runs)
         return futures
 
