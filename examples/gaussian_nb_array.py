@@ -82,14 +82,7 @@ class GaussianNB:
         to a View each call) or a View, used as it is (on a GPU its data stay there between calls)."""
         if not isinstance(X, pk.View):
             X = pk.array(np.ascontiguousarray(X, dtype=np.float64))
-        jll = pk.empty((X.shape[0], len(self.classes_)))
-        for i in range(len(self.classes_)):  # 1-element slices broadcast over the samples, as the numbers would
-            jointi = pk.log(self.class_prior_[i:i + 1])
-            n_ij = pk.multiply(pk.sum(pk.log(pk.multiply(self.var_[i:i + 1, :], 2.0 * math.pi)), axis=1), -0.5)
-            n_ij = pk.subtract(n_ij, pk.multiply(pk.sum(pk.divide(pk.square(pk.subtract(X, self.theta_[i:i + 1, :])),
-                                                                  self.var_[i:i + 1, :]), axis=1), 0.5))
-            pk.add(jointi, n_ij, out=jll[:, i])
-        return jll
+        return joint_log_likelihood(X, self.theta_, self.var_, self.class_prior_)
 
     def predict_index(self, X):
         """Index into ``classes_`` of the most likely class of every sample (a View)."""
@@ -97,6 +90,25 @@ class GaussianNB:
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.asarray(self.predict_index(X))]
+
+
+def joint_log_likelihood(X, theta, var, class_prior):
+    """The prediction's joint log likelihood from the fitted Views alone (a function of Views, which ``pk.capture``
+    can replay: ``most_likely``)."""
+    jll = pk.empty((X.shape[0], theta.shape[0]))
+    for i in range(theta.shape[0]):  # 1-element slices broadcast over the samples, as the numbers would
+        jointi = pk.log(class_prior[i:i + 1])
+        n_ij = pk.multiply(pk.sum(pk.log(pk.multiply(var[i:i + 1, :], 2.0 * math.pi)), axis=1), -0.5)
+        n_ij = pk.subtract(n_ij, pk.multiply(pk.sum(pk.divide(pk.square(pk.subtract(X, theta[i:i + 1, :])),
+                                                              var[i:i + 1, :]), axis=1), 0.5))
+        pk.add(jointi, n_ij, out=jll[:, i])
+    return jll
+
+
+def most_likely(X, theta, var, class_prior):
+    """Index of the most likely class of every sample of ``X`` (a View): ``pk.capture(most_likely)`` replays a
+    prediction's kernels, each call into new memory, without its Python."""
+    return pk.argmax(joint_log_likelihood(X, theta, var, class_prior), axis=1)
 
 
 def run(size: str = "small", *, fusion: bool = False) -> dict:

@@ -12,7 +12,7 @@ a flush of one kernel call (its array operations make one, say); from then on a 
 launches that flush's kernels at once (its kept launches, even where its trial decided it untraced: that decision
 weighed comparing each call, which a replay does not do), with no Python of the function run. While its Python runs,
 every call it makes goes to the trace (none runs untraced by its streak, kfuse/untraced.py) and its array operations
-are logged as kernel calls when it returns. What is checked, so that a replay is what running the function would
+are logged as kernel calls (when it returns, or when a group of them closes: none runs at once). What is checked, so that a replay is what running the function would
 compute:
 
 - its calls run as one flush, which launches every kernel the call launched: earlier pending calls run first, the
@@ -22,10 +22,14 @@ compute:
   when it returns), none small enough for NumPy (``KFUSE_HOST_ELEMENTS``: no kernel to repeat);
 - it touches no data on the host (a View's elements, a copy between Views, a Future's value: its Python could act
   on what it reads, and a replay would skip what it writes); one that does is never replayed;
-- every View its calls take lies in the memory of a View argument: memory the function makes itself (``pk.zeros``
-  inside it) is new each time it runs, which a replay cannot make, so such a function is never replayed;
-- its result is None, a constant, one of its arguments, a Future of one of its reductions, or a tuple or list of
-  those;
+- every View its calls take lies in the memory of a View argument, or in new memory the function made with no
+  contents (array operations' results, ``pk.empty``): a replay makes that memory anew, as running the function
+  would, laid out as before (its Views overlap one another as the recorded ones did, so the kept kernels' analysis
+  holds), and nothing is copied into it (the kernels write what they read, or the program read undefined values
+  both ways); memory made with contents (``pk.zeros``, ``pk.array`` inside it) is never replayed, since a replay
+  would not fill it;
+- its result is None, a constant, one of its arguments, a View in new memory it made (the replay's new View), a
+  Future of one of its reductions, or a tuple or list of those;
 - at a replay, the kept flush is still decided, made under the settings in force, in the same execution space,
   with each View argument's memory unchanged (``View.resize``), nothing failed and the process did not fork; else
   the function runs again as Python.
@@ -39,9 +43,12 @@ import functools
 import threading
 from math import copysign
 
+import numpy as np
+
 from . import context, guard, views
-from .calls import runs_off_gpu
+from .calls import KernelCall, runs_off_gpu
 from .future import Future, done
+from .ops._common import new_view
 from .pipeline import execute
 from .views import View
 
@@ -55,23 +62,85 @@ class _Plan:
     may meet other Views later: kfuse/rerun.py), or the one kernel call its flush ran (a flush of one call is kept as
     no template: nothing in it to fuse), and how to rebuild the function's result."""
 
-    __slots__ = ("template", "views", "call", "space", "result", "pinned", "pointers")
+    __slots__ = ("template", "views", "call", "space", "result", "pinned", "pointers", "made")
 
-    def __init__(self, template, call, space, result, pinned: tuple):
-        self.template, self.call, self.space, self.result = template, call, space, result
-        self.views = list(template.views) if template is not None else None
+    def __init__(self, template, call, space, result, pinned: tuple, made: "_Made | None" = None):
+        self.template, self.call, self.space, self.result, self.made = template, call, space, result, made
+        self.views = list(template.views if template is not None else call.args)  # per slot (a call's: per argument)
+        for slot in made.slots if made is not None else ():
+            if slot is not None:
+                self.views[slot] = None  # (each replay makes its own: the recorded memory is not held)
         self.pinned = pinned  # the View arguments the key names by id (alive while the plan is)
         self.pointers = [v.ptr for v in pinned]  # theirs then: a View made from one inside the function (a slice)
         # keeps its memory, so an argument given new memory (``View.resize``) means running the Python again
 
-    def replay(self, rt) -> list | None:
-        """The Futures of a replay (per call of the flush), or None where the plan no longer holds (nothing ran)."""
+    def replay(self, rt) -> tuple | None:
+        """(the Futures of a replay, per call of the flush; the Views made anew for it), or None where the plan no
+        longer holds (nothing ran)."""
         if rt.failures or any(v.ptr != p for v, p in zip(self.pinned, self.pointers)):
             return None
-        if self.call is not None:
-            return [_launch(rt, self.call)] if rt.default_space is self.space and not guard.forked_after_start \
-                else None
-        return rt.rerun.replay(rt, self.template, self.views) if rt.rerun.settled(rt, self.template) else None
+        call = self.call
+        if call is not None:
+            if rt.default_space is not self.space or guard.forked_after_start:
+                return None
+        elif not rt.rerun.settled(rt, self.template):
+            return None
+        filled, made = self.views, ()
+        if self.made is not None:
+            made, filled = self.made.make(), list(filled)
+            for slot, view in zip(self.made.slots, made):
+                if slot is not None:
+                    filled[slot] = view
+        if call is not None:
+            if made:
+                call = KernelCall(call.prepared, call.policy, tuple(filled), site=call.site)
+            return [_launch(rt, call)], made
+        return rt.rerun.replay(rt, self.template, filled, laid_out=bool(made)), made
+
+
+class _Made:
+    """The memory a function makes itself and a replay makes anew: new allocations of undefined contents (array
+    operations' results, ``pk.empty``: nothing is copied into them, the replayed kernels write what is read), and the
+    Views over them at their places -- those the flush's kept launches take, and those the result returns. Views the
+    function made that no launch takes (array operations' results never stored) keep their recorded ones."""
+
+    __slots__ = ("roots", "slots", "places")
+
+    def __init__(self, roots: list, slots: list, places: list):
+        self.roots = roots  # per allocation: (shape, NumPy dtype)
+        self.slots = slots  # per View: its template slot, or None (returned only)
+        self.places = places  # per View: (its allocation, byte offset, shape, byte strides)
+
+    @classmethod
+    def of(cls, wanted: list) -> "_Made | None":
+        """From ``wanted``, (slot or None, View) pairs of Views made over undefined memory; None where one's
+        memory is not an allocation a replay can make again (a C-contiguous array of its own)."""
+        roots, allocation, slots, places = [], {}, [], []
+        for slot, view in wanted:
+            owner = views.memory_owner(view._array)
+            if not owner.flags.c_contiguous:
+                return None
+            if id(owner) not in allocation:  # (the owners are alive: the Views hold them)
+                allocation[id(owner)] = len(roots)
+                roots.append((owner.shape, owner.dtype))
+            slots.append(slot)
+            places.append((allocation[id(owner)], view.ptr - owner.__array_interface__["data"][0], view._array.shape,
+                           view._array.strides))
+        made = cls(roots, slots, places)
+        news = made.make()
+        same = all((a.sig, a.shape, a.strides, a.trait) == (b.sig, b.shape, b.strides, b.trait)
+                   for (_, a), b in zip(wanted, news))
+        return made if same else None
+
+    def make(self) -> list:
+        """New Views at the recorded places of new allocations."""
+        roots = [new_view(shape, dtype) for shape, dtype in self.roots]
+        made = []
+        for k, offset, shape, strides in self.places:
+            root = roots[k]
+            array = root._array
+            made.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides), root))
+        return made
 
 
 class Captured:
@@ -100,12 +169,12 @@ class Captured:
             if plan is not None:
                 if not rt.idle():
                     rt.flush_all()
-                futures = plan.replay(rt)
-                if futures is not None:
+                replayed = plan.replay(rt)
+                if replayed is not None:
                     if rt.logged.entries:  # its calls became trace entries (Rerun.run: a compile repaid, Views
                         rt.flush_all()  # that overlap): they run as made, and the next call records again
                         del self.plans[key]
-                    return _rebuild(plan.result, args, kwargs, futures)
+                    return _rebuild(plan.result, args, kwargs, *replayed)
                 del self.plans[key]
             return self._record(rt, key, args, kwargs)
 
@@ -119,12 +188,16 @@ class Captured:
         launched, on_host = counts["kernels_launched"], counts["array_ops_on_host"]
         watched, Future.watched = Future.watched, threading.get_ident()
         capturing, rt.capturing = rt.capturing, True  # (no call runs untraced by its streak: the flush needs them all)
+        outer, views.undefined_memory = views.undefined_memory, {}
         try:
             result = self.fn(*args, **kwargs)
             if rt.batch is not None:
                 rt.run_batch()  # its array operations as kernel calls of its flush (a flush would run them at once)
         finally:
             Future.watched, rt.capturing = watched, capturing
+            fresh, views.undefined_memory = views.undefined_memory, outer
+            if outer is not None:  # (a captured function recorded inside another: its memory is the outer's too)
+                outer.update(fresh)
         made = rt.calls_made - first
         if rt.host_accesses != accesses or Future.reads != reads:
             self.why_not = "it touches data on the host (a View's elements, a copy, a Future's value), which its " \
@@ -134,32 +207,43 @@ class Captured:
                            "kernel a replay could repeat"
         pending = [e.call for e in rt.logged.entries]  # its calls in the order the flush takes them (a batch of
         # array operations is logged when a call or the return needs it: after calls the program made later)
-        shape = _shape(result, args, kwargs, {id(call): k for k, call in enumerate(pending)}, rerun.futures)
+        returned: list = []
+        shape = _shape(result, args, kwargs, {id(call): k for k, call in enumerate(pending)}, rerun.futures, fresh,
+                       returned)
         alone = pending[0] if made == 1 and len(pending) == 1 and not rerun.matched else None
         rt.flush_all()
         if shape is _UNPLACED:
             return result
         if shape is None and self.why_not is None:
-            self.why_not = f"its result ({type(result).__name__}) is not None, a constant, an argument or a Future " \
-                           "of its reductions"
+            self.why_not = f"its result ({type(result).__name__}) is not None, a constant, an argument, a View it " \
+                           "made of undefined contents or a Future of its reductions"
         if self.why_not is not None or rt.failures:
             return result
         launches, template = counts["kernels_launched"] - launched, rerun.last
         if alone is not None and launches == 1 and alone.failure is None and not alone.futures:
             template, used = None, [alone.args[i] for i, _ in alone.prepared.view_params]
+            slots, launched = list(alone.args), {i for i, _ in alone.prepared.view_params}
         elif template is not None and len(template.steps) == made and launches == rerun.last_launches \
                 and rerun.settled(rt, template):
             alone, used = None, template.views
+            slots, launched = template.views, {slot for launch in template.launches for _, slot in launch[3]}
         else:
             return result  # (not yet one kept, decided flush of its calls alone, and all they launched: the next
             #             call records again)
-        if not _within(used, args, kwargs):
-            self.why_not = "its calls take memory it makes itself (not within a View argument)"
+        if not _within([v for v in used if not views.in_undefined(v, fresh)], args, kwargs):
+            self.why_not = "its calls take memory that is neither a View argument's nor new memory it made without " \
+                           "contents (pk.zeros, pk.array inside it: a replay would not fill it)"
             return result
+        remade = None
+        if returned or any(views.in_undefined(v, fresh) for v in used):
+            remade = _Made.of(_remade(slots, launched, fresh, returned))
+            if remade is None:
+                self.why_not = "it makes memory a replay cannot make again (not a C-contiguous allocation of its own)"
+                return result
         if len(self.plans) >= _PLANS:
             del self.plans[next(iter(self.plans))]
         self.plans[key] = _Plan(template, alone, rt.default_space, shape,
-                                tuple(a for a in (*args, *kwargs.values()) if type(a) is View))
+                                tuple(a for a in (*args, *kwargs.values()) if type(a) is View), remade)
         return result
 
 
@@ -184,14 +268,15 @@ def _key(args: tuple, kwargs: dict) -> tuple | None:
     return tuple(key)
 
 
-def _shape(result, args: tuple, kwargs: dict, place: dict, matched: list):
+def _shape(result, args: tuple, kwargs: dict, place: dict, matched: list, fresh: set, returned: list):
     """How to rebuild ``result`` at a replay (see ``_rebuild``), None where it never can be, ``_UNPLACED`` where this
     run cannot tell. A Future is named by its call's place among the flush's calls: ``place`` (id of a pending
-    call -> its place), or ``matched`` (the Future of each call a rerun matched, or run untraced)."""
+    call -> its place), or ``matched`` (the Future of each call a rerun matched, or run untraced); a View in memory
+    the function made of undefined contents (``fresh``: views.undefined_memory) by its place in ``returned``."""
     if type(result) in _CONSTANTS:
         return ("constant", result)
     if type(result) in (tuple, list):  # (a subclass, a namedtuple say, is not rebuilt from its items)
-        parts = [_shape(part, args, kwargs, place, matched) for part in result]
+        parts = [_shape(part, args, kwargs, place, matched, fresh, returned) for part in result]
         for missing in (None, _UNPLACED):
             if any(p is missing for p in parts):
                 return missing
@@ -202,6 +287,9 @@ def _shape(result, args: tuple, kwargs: dict, place: dict, matched: list):
     for name, arg in kwargs.items():
         if result is arg:
             return ("kwarg", name)
+    if type(result) is View and views.in_undefined(result, fresh):
+        returned.append(result)
+        return ("made", len(returned) - 1)
     if type(result) is Future:
         if result.call is not None and id(result.call) in place:
             return ("future", place[id(result.call)])
@@ -224,7 +312,7 @@ def _launch(rt, call):
     return None if call.op == "for" else done(prepared.spec.accs[0], value)
 
 
-def _rebuild(shape, args: tuple, kwargs: dict, futures: list):
+def _rebuild(shape, args: tuple, kwargs: dict, futures: list, made):
     kind, what = shape
     if kind == "constant":
         return what
@@ -234,7 +322,20 @@ def _rebuild(shape, args: tuple, kwargs: dict, futures: list):
         return kwargs[what]
     if kind == "future":
         return futures[what]
-    return kind(_rebuild(part, args, kwargs, futures) for part in what)
+    if kind == "made":
+        return made[what]
+    return kind(_rebuild(part, args, kwargs, futures, made) for part in what)
+
+
+def _remade(slots: list, launched: set, fresh: dict, returned: list) -> list:
+    """(slot or None, View) of the Views a replay makes anew: those the result returns (first, in order: ``_rebuild``
+    names them by place), then each slot's View in memory the function made that a kept launch takes (``launched``)
+    or that shares that memory with one of those (so their overlaps stay as they were)."""
+    wanted = [(None, v) for v in returned] + [(slot, slots[slot]) for slot in sorted(launched)]
+    owners = {id(views.memory_owner(v._array)) for _, v in wanted}
+    return [(None, v) for v in returned] + [
+        (slot, v) for slot, v in enumerate(slots)
+        if type(v) is View and views.in_undefined(v, fresh) and id(views.memory_owner(v._array)) in owners]
 
 
 def _within(used: list, args: tuple, kwargs: dict) -> bool:

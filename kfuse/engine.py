@@ -201,10 +201,11 @@ class Runtime:
     def run_batch(self, host_waits: bool = False) -> None:
         """Log the array operations recorded so far as kernel calls (before any other work, which may need them).
         ``host_waits`` (a host access, a Future's value, a flush): run them at once instead when nothing else is
-        pending (no trace entry, no partition to analyse) and no failure is recorded (whose lost data they might
-        read: the trace poisons what such calls write)."""
+        pending (no trace entry, no partition to analyse), no failure is recorded (whose lost data they might
+        read: the trace poisons what such calls write) and no captured function records (its flush must hold every
+        kernel it launches, kfuse/capturing.py)."""
         batch, self.batch = self.batch, None
-        batch.run(host_waits and not (self.trace.entries or self.failures))
+        batch.run(host_waits and not (self.trace.entries or self.failures or self.capturing))
 
     def flush_all(self) -> None:
         with guard.lock:

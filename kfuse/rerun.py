@@ -153,13 +153,15 @@ def _disjoint(passed) -> bool:
 class _Match:
     """A template being matched: the View in each slot so far."""
 
-    __slots__ = ("template", "filled", "live", "new")
+    __slots__ = ("template", "filled", "live", "new", "laid_out")
 
     def __init__(self, template: Template, live: bool):
         self.template = template
         self.filled = [None] * len(template.views)
         self.live = live  # escaped memory exists now: a View is asked once, when it fills its slot
         self.new = False  # a new View fills a slot
+        self.laid_out = False  # the new Views overlap one another and the rest as the template's did (a replay's
+        # memory made anew in the same layout, kfuse/capturing.py)
 
     def takes(self, step: Step, kwargs: dict) -> bool:
         """Whether ``kwargs`` are the step's (module docstring); slots are filled only if they are."""
@@ -237,7 +239,7 @@ class _Match:
                                                             template.kinds):
             if view.shape != shape or view.strides != strides or view is last and view.ptr != pointer:
                 return False
-        return not self.new or _disjoint(self.filled)
+        return not self.new or self.laid_out or _disjoint(self.filled)
 
     def adopt(self) -> None:
         """Make the slots' Views the template's (after they ran): the next repetition on them is compared by
@@ -660,10 +662,11 @@ class Rerun:
             and template.settings == _settings(rt) and (template.trial is None or template.trial.untraced is not None) \
             and not guard.forked_after_start
 
-    def replay(self, rt, template: Template, filled: list) -> list:
+    def replay(self, rt, template: Template, filled: list, laid_out: bool = False) -> list:
         """Run ``template``'s calls now with ``filled`` in its slots (Views it ran with, whose memory is unchanged:
-        the caller checked), as if the program had just made them and then touched the host (nothing may be
-        pending: the caller flushed); the Futures its reductions and scans deliver, per step (None for a ``for``).
+        the caller checked; ``laid_out``: or new Views over new memory, overlapping one another as the Views they
+        replace did), as if the program had just made them and then touched the host (nothing may be pending: the
+        caller flushed); the Futures its reductions and scans deliver, per step (None for a ``for``).
         A settled template only (``settled``). Its kept launches run even where its trial decided untraced: that
         decision weighed the rerun's comparison of every call, which a replay does not make."""
         steps = template.steps
@@ -677,6 +680,7 @@ class Rerun:
         match = _Match(template, False)
         match.filled[:] = filled
         match.new = any(a is not b for a, b in zip(filled, template.views))
+        match.laid_out = laid_out
         self.alive, self.matched, self.first_call, self.timing = [match], len(steps), rt.calls_made + 1, False
         rt.calls_made += len(steps)
         self.run(rt)  # (a View moved, or a compile now repaid: the calls become trace entries, which the caller runs)

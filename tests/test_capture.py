@@ -106,6 +106,12 @@ def _accumulates_into_its_own(x, v):
     pk.parallel_for(N, w_copy, t=t, y=v)
 
 
+def _accumulates_into_zeros(x, v):
+    t = pk.zeros(N)  # new memory of known contents, which a replay would not fill
+    pk.parallel_for(N, w_accumulate, x=x, t=t)
+    pk.parallel_for(N, w_copy, t=t, y=v)
+
+
 def _returns_an_array(x, v):
     pk.parallel_for(N, push, dt=0.5, x=x, v=v)
     pk.parallel_for(N, kick, dt=0.5, x=x, v=v)
@@ -113,7 +119,8 @@ def _returns_an_array(x, v):
 
 
 @pytest.mark.parametrize("body, words", [(_reads_a_sum, "touches data on the host"),
-                                         (_accumulates_into_its_own, "memory it makes itself"),
+                                         (_accumulates_into_its_own, "a replay would not fill it"),
+                                         (_accumulates_into_zeros, "a replay would not fill it"),
                                          (_returns_an_array, "its result (ndarray)")])
 def test_what_a_replay_could_not_repeat_is_never_replayed(body, words):
     step = pk.capture(body)
@@ -278,9 +285,10 @@ def test_a_tuple_subclass_result_is_never_replayed():
 
 
 def _random_body(body: list):
-    """A captured function making ``body``'s calls over (x, v, w), returning its sums."""
+    """A captured function making ``body``'s calls over (x, v, w), returning its sums and the new arrays it made (an
+    array operation's result; ``pk.empty`` a kernel call writes)."""
     def step(x, v, w, dt):
-        sums = []
+        results = []
         for name in body:
             if name == "push":
                 pk.parallel_for(N, push, dt=dt, x=x, v=v)
@@ -288,9 +296,15 @@ def _random_body(body: list):
                 pk.parallel_for(N, kick, dt=0.25, x=x, v=v)
             elif name == "shift":
                 pk.parallel_for(N - 1, w_shift, x=x, y=w)
+            elif name == "scaled":
+                results.append(pk.add(pk.multiply(x, 0.5), v))
+            elif name == "made":
+                y = pk.empty(N - 1)
+                pk.parallel_for(N - 1, w_shift, x=x, y=y)
+                results.append(y)
             else:
-                sums.append(pk.parallel_reduce(N, w_sum, x=w))
-        return tuple(sums)
+                results.append(pk.parallel_reduce(N, w_sum, x=w))
+        return tuple(results)
     return pk.capture(step)
 
 
@@ -299,7 +313,7 @@ def _random_program(body: list, events: list):
     through a NumPy alias of x, a call left pending, a read of w, another dt, new Views for v, a resize of w."""
     step = _random_body(body)
     x, v, w = view_of(X0), view_of(V0), view_of(np.zeros(N + 2))
-    seen = []
+    seen, kept = [], []
     for k, event in enumerate(events):
         dt = 0.5
         if event == "write":
@@ -316,12 +330,16 @@ def _random_program(body: list, events: list):
             v = view_of(v.copy())
         elif event == "resize":
             w.resize(0, w.shape[0] + 1)
-        seen += [float(s) for s in step(x, v, w, dt)]
-    return seen, x.copy(), v.copy(), w.copy()
+        for result in step(x, v, w, dt):
+            if isinstance(result, pk.View):
+                kept.append(result)  # read at the end: later calls must not have changed it
+            else:
+                seen.append(float(result))
+    return seen, [k.copy() for k in kept], x.copy(), v.copy(), w.copy()
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.lists(st.sampled_from(["push", "kick", "shift", "sum"]), min_size=1, max_size=4),
+@given(body=st.lists(st.sampled_from(["push", "kick", "shift", "sum", "scaled", "made"]), min_size=1, max_size=4),
        events=st.lists(st.sampled_from(["none"] * 6 + ["write", "alias", "pending", "read", "dt", "fresh", "resize"]),
                        min_size=4, max_size=14),
        measure=st.booleans(), seed=st.integers(0, 2 ** 32 - 1))
@@ -439,3 +457,79 @@ def test_futures_of_calls_made_around_array_operations_are_their_own():
     expected, got, stats, _ = run_eager_and_fused(program)
     assert_same(expected, got)
     assert stats["calls_captured"] > 0
+
+
+def test_new_arrays_it_returns_are_new_memory_at_each_replay():
+    """Array operations' results (new memory of undefined contents) are made anew by each replay: every result the
+    program keeps holds its own call's values after later calls, as eager's do."""
+    @pk.capture
+    def step(x, v):
+        y = pk.add(pk.multiply(x, 2.0), v)
+        return y, pk.sum(pk.square(y))
+
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        kept, sums = [], []
+        for k in range(8):
+            x[k % N] = 0.25 * k
+            y, total = step(x, v)
+            kept.append(y)
+            sums.append(float(total))
+        assert len({y.ptr for y in kept}) == len(kept)  # all alive: no two share memory
+        return sums, [y.copy() for y in kept]
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] > 0 and step.why_not is None
+
+
+def test_a_kernel_writing_new_memory_it_returns_is_replayed_into_new_memory():
+    """``pk.empty`` made inside and written by the function's one kernel call: each replay launches that call over
+    a new allocation, which it returns."""
+    @pk.capture
+    def shifted(x):
+        y = pk.empty(N - 1)
+        pk.parallel_for(N - 1, w_shift, x=x, y=y)
+        return y
+
+    def program():
+        x = view_of(X0)
+        kept = []
+        for k in range(6):
+            x[k] = -1.0 - k
+            kept.append(shifted(x))
+        return [y.copy() for y in kept]
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] >= 3 and shifted.why_not is None
+
+
+@pk.workunit
+def w_columns(i: int, x: pk.View1D[pk.double], a: pk.View1D[pk.double], b: pk.View1D[pk.double]):
+    a[i] = x[i] * 2.0
+    b[i] = x[i] - 1.0
+
+
+def test_views_into_new_memory_keep_their_overlaps_at_a_replay():
+    """Columns of a new 2-D allocation written by kernel calls and array operations, then reduced along rows (the
+    shape of GaussianNB's prediction): the replay's new columns lie in one new allocation as the recorded ones did."""
+    @pk.capture
+    def table(x, v):
+        out = pk.empty((N, 3))
+        pk.parallel_for(N, w_columns, x=x, a=out[:, 0], b=out[:, 1])
+        pk.add(pk.multiply(v, x), 0.5, out=out[:, 2])
+        return pk.argmax(out, axis=1), out
+
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        kept = []
+        for k in range(7):
+            v[k] = 3.0 * k
+            kept.append(table(x, v))
+        return [(best.copy(), out.copy()) for best, out in kept]
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] > 0 and table.why_not is None
+

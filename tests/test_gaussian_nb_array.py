@@ -70,3 +70,27 @@ def test_predict_returns_labels():
     np.testing.assert_array_equal(model.predict(X_test),
                                   gaussian_nb_array.numpy_fit_predict(X_train, y_train, X_test)["predicted"])
 
+
+
+def test_a_captured_prediction_replays_into_new_memory_and_equals_numpy():
+    """``pk.capture(most_likely)`` over the fitted Views: later predictions replay the first one's kernels (each into
+    new memory), and every prediction -- new samples written into the same View between calls, earlier results kept
+    -- is NumPy's."""
+    X_train, y_train, X_test = data()
+    predict = pk.capture(gaussian_nb_array.most_likely)
+    rng = np.random.default_rng(5)
+    before = pk.stats()["calls_captured"]
+    with pk.fusion():
+        model = gaussian_nb_array.GaussianNB().fit(X_train, y_train)
+        test = pk.array(X_test.copy())
+        samples, kept = [], []
+        for k in range(6):
+            batch = X_test + rng.normal(0.0, 0.5, X_test.shape) * (k > 0)
+            test[:] = batch
+            samples.append(batch)
+            kept.append(predict(test, model.theta_, model.var_, model.class_prior_))
+        replays = pk.stats()["calls_captured"] - before
+    for batch, index in zip(samples, kept):
+        want = gaussian_nb_array.numpy_fit_predict(X_train, y_train, batch)["predicted"]
+        np.testing.assert_array_equal(model.classes_[np.asarray(index)], want)
+    assert predict.why_not is None and replays > 0

@@ -131,7 +131,7 @@ def mvt_xp(xp, A, x1, x2, y1, y2):
 
 # --- the same workloads in kfuse: size -> (go, the peers' inputs, go captured or None); go() returns what the
 # array code returns; go captured runs the same code through ``pk.capture`` (kfuse/capturing.py), as the peers
-# compile theirs, where it is a function of Views and constants (GaussianNB's model is an object: not captured)
+# compile theirs, where it is a function of Views and constants (GaussianNB's prediction from its model's Views)
 def _nstream(n):
     nstream = subjects.import_example("examples.nstream", "iterate")
     A, B, C = np.zeros(n), np.full(n, 2.0), np.full(n, 2.0)
@@ -172,14 +172,16 @@ def _gaussian(n):
 
 def _gaussian_nb(size):
     data = subjects.import_example("examples.gaussian_nb", "SIZES", "make_data")
-    nb = subjects.import_example("examples.gaussian_nb_array", "GaussianNB")
+    nb = subjects.import_example("examples.gaussian_nb_array", "GaussianNB", "most_likely")
     n_train, n_test, features, classes = data.SIZES[size]
     X, y = data.make_data(n_train + n_test, features, classes)
     model = nb.GaussianNB().fit(X[:n_train], y[:n_train])
     test = np.array(X[n_train:])
     fitted = (np.asarray(model.theta_).copy(), np.asarray(model.var_).copy(), np.log(np.asarray(model.class_prior_)))
     on_device = pk.array(test.copy())  # made once, as each peer's own array is: its data stay on the GPU
-    return lambda: model.predict_index(on_device), (test, *fitted), None
+    captured = pk.capture(nb.most_likely)  # the model's prediction as a function of its fitted Views
+    return (lambda: model.predict_index(on_device), (test, *fitted),
+            lambda: captured(on_device, model.theta_, model.var_, model.class_prior_))
 
 
 def _mvt(n):

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from .. import buffers, context
+from .. import buffers, context, views
 from ..policies import MDRangePolicy
 from ..runtime import device
 from ..spaces import on_device
@@ -157,7 +157,9 @@ def new_view(shape, dtype) -> View:
     array, ptr = buffers.empty(shape, dtype, make_room=_run_pending)
     if for_gpu():
         device.undefined(array)
-    return View.result(array, dtype_of(array.dtype), ptr)
+    view = View.result(array, dtype_of(array.dtype), ptr)
+    views.note_undefined(array)
+    return view
 
 
 def output(out, shape: tuple, dtype, name: str | None = None) -> View:

@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from ..future import Future
+from .. import views
 from ..runtime import device
 from ..types import dtype_of
 from ..views import View, mark_constant
@@ -35,7 +36,9 @@ def empty(shape, dtype=None) -> View:
     array = np.empty(shape, dtype=_np_dtype(dtype))
     if for_gpu():
         device.undefined(array)
-    return View.wrap(array)
+    view = View.wrap(array)
+    views.note_undefined(array)
+    return view
 
 
 def zeros(shape, dtype=None) -> View:
