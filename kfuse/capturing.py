@@ -102,14 +102,20 @@ class _Made:
     """The memory a function makes itself and a replay makes anew: new allocations of undefined contents (array
     operations' results, ``pk.empty``: nothing is copied into them, the replayed kernels write what is read), and the
     Views over them at their places -- those the flush's kept launches take, and those the result returns. Views the
-    function made that no launch takes (array operations' results never stored) keep their recorded ones."""
+    function made that no launch takes (array operations' results never stored) keep their recorded ones. An
+    allocation no returned View lies in is made at the first replay only and serves every later one: only kfuse's
+    launches ever see it (the recorded run's memory, which the function's Python could have kept, is not reused)."""
 
-    __slots__ = ("roots", "slots", "places")
+    __slots__ = ("roots", "slots", "places", "returned", "kept")
 
     def __init__(self, roots: list, slots: list, places: list):
         self.roots = roots  # per allocation: (shape, NumPy dtype)
         self.slots = slots  # per View: its template slot, or None (returned only)
         self.places = places  # per View: (its allocation, byte offset, shape, byte strides)
+        self.returned = [False] * len(roots)  # per allocation: whether a returned View lies in it (new at each replay)
+        for slot, (k, *_) in zip(slots, places):
+            self.returned[k] = self.returned[k] or slot is None
+        self.kept = None  # the last replay's Views in allocations of no returned View (None where one is)
 
     @classmethod
     def of(cls, wanted: list) -> "_Made | None":
@@ -133,13 +139,19 @@ class _Made:
         return made if same else None
 
     def make(self) -> list:
-        """New Views at the recorded places of new allocations."""
-        roots = [new_view(shape, dtype) for shape, dtype in self.roots]
+        """The Views of a replay at the recorded places: in new allocations, or the last replay's (see above)."""
+        kept, returned = self.kept, self.returned
+        roots = [new_view(shape, dtype) if kept is None or returned[k] else None
+                 for k, (shape, dtype) in enumerate(self.roots)]
         made = []
-        for k, offset, shape, strides in self.places:
+        for n, (k, offset, shape, strides) in enumerate(self.places):
             root = roots[k]
+            if root is None:
+                made.append(kept[n])
+                continue
             array = root._array
             made.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides), root))
+        self.kept = [None if returned[k] else view for view, (k, *_) in zip(made, self.places)]
         return made
 
 
