@@ -84,14 +84,8 @@ class GaussianNB:
 
     def predict_joint_log_likelihood(self, X):
         """jll[i][c]: the unnormalised log posterior of class c for sample i (a View)."""
-        X = pk.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
-        k, n = len(self.classes_), X.shape[0]
-        log_norm = pk.sum(pk.log(pk.multiply(self.var_, 2.0 * math.pi)), axis=1)
-        log_prior = pk.log(self.class_prior_)
-        jll = pk.empty((n, k))
-        pk.parallel_for("joint_log_likelihood", pk.MDRangePolicy([0, 0], [n, k]), joint_log_likelihood, jll=jll,
-                        X=X, theta=self.theta_, var=self.var_, log_prior=log_prior, log_norm=log_norm)
-        return jll
+        return jll_of(pk.from_numpy(np.ascontiguousarray(X, dtype=np.float64)), self.theta_, self.var_,
+                      self.class_prior_)
 
     def predict_index(self, X):
         """Index into ``classes_`` of the most likely class of every sample (a View)."""
@@ -99,6 +93,24 @@ class GaussianNB:
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.asarray(self.predict_index(X))]
+
+
+def jll_of(X, theta, var, class_prior):
+    """The joint log likelihood of every sample of ``X`` and class, from the fitted Views alone (a function of
+    Views, which ``pk.capture`` can replay: ``most_likely``)."""
+    (n, _), k = X.shape, theta.shape[0]
+    log_norm = pk.sum(pk.log(pk.multiply(var, 2.0 * math.pi)), axis=1)
+    log_prior = pk.log(class_prior)
+    jll = pk.empty((n, k))
+    pk.parallel_for("joint_log_likelihood", pk.MDRangePolicy([0, 0], [n, k]), joint_log_likelihood, jll=jll, X=X,
+                    theta=theta, var=var, log_prior=log_prior, log_norm=log_norm)
+    return jll
+
+
+def most_likely(X, theta, var, class_prior):
+    """Index of the most likely class of every sample of ``X`` (a View): ``pk.capture(most_likely)`` replays a
+    prediction's kernels, each call into new memory, without its Python."""
+    return pk.argmax(jll_of(X, theta, var, class_prior), axis=1)
 
 
 def make_data(n: int, f: int, k: int, seed: int = 0):

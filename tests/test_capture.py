@@ -216,6 +216,33 @@ def test_a_flush_decided_untraced_replays_its_kept_launches(monkeypatch):
     assert stats["calls_captured"] > 0
 
 
+def test_calls_an_untraced_repetition_ran_before_are_captured_whole(monkeypatch):
+    """The same calls made uncaptured until their flush is decided untraced, then from a captured function: while it
+    records no call runs untraced (an untraced repetition would leave the flush without them), so it is replayed."""
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")
+
+    def body(x, y):
+        scale = pk.multiply(x, 0.5)
+        pk.parallel_for(N - 1, w_shift, x=scale, y=y)
+        pk.parallel_for(N - 1, w_shift, x=y, y=x)  # reads y one element over: never fused with the first
+        return pk.parallel_reduce(N, w_sum, x=x)
+
+    step = pk.capture(body)
+
+    def program():
+        x, y = view_of(X0), view_of(np.zeros(N))
+        seen = []
+        for call in range(20):
+            x[call % N] = float(call)
+            seen.append(float((body if call < 8 else step)(x, y)))
+        return seen, x.copy(), y.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_untraced"] > 0  # the uncaptured calls were decided untraced
+    assert stats["calls_captured"] >= 4 * 8 and step.why_not is None
+
+
 def test_threads_each_replaying_their_own_captured_loop():
     """A recording holds kfuse's lock, so another thread's calls and reads never count as the function's."""
     import threading

@@ -92,3 +92,28 @@ def test_script_runs_from_the_command_line(capsys):
     out = capsys.readouterr().out
     assert out.startswith("run 0: ") and "fusion=True" in out
     assert float(out.split("test accuracy=")[1].split()[0]) > 0.8
+
+
+def test_a_captured_prediction_replays_into_new_memory_and_equals_sklearn():
+    """``pk.capture(most_likely)`` over the fitted Views: later predictions replay the first one's kernels (each into
+    new memory), and every prediction -- new samples written into the same View between calls, earlier results kept
+    -- is scikit-learn's."""
+    X, y = unequal_classes()
+    X_train, y_train, X_test = X[:450], y[:450], X[450:]
+    ref = SkGaussianNB().fit(X_train, y_train)
+    predict = pk.capture(gnb.most_likely)
+    rng = np.random.default_rng(8)
+    before = pk.stats()["calls_captured"]
+    with pk.fusion():
+        model = gnb.GaussianNB().fit(X_train, y_train)
+        test = pk.array(X_test.copy())
+        samples, kept = [], []
+        for k in range(6):
+            batch = X_test + rng.normal(0.0, 0.5, X_test.shape) * (k > 0)
+            test[:] = batch
+            samples.append(batch)
+            kept.append(predict(test, model.theta_, model.var_, model.class_prior_))
+        replays = pk.stats()["calls_captured"] - before
+    for batch, index in zip(samples, kept):
+        np.testing.assert_array_equal(model.classes_[np.asarray(index)], ref.predict(batch))
+    assert predict.why_not is None and replays > 0
