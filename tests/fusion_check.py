@@ -64,3 +64,23 @@ def push(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
 @pk.workunit
 def kick(i: int, dt: float, x: pk.View1D[pk.double], v: pk.View1D[pk.double]):
     v[i] = v[i] - dt * x[i]
+
+
+def captured_predictions(example, X_train, y_train, X_test, seed: int) -> tuple:
+    """A GaussianNB example's model fitted with fusion on, then ``pk.capture(example.most_likely)`` called six times
+    over one View of samples (``X_test``, then noisy copies written into it between calls), every result kept: (the
+    model, the samples of each call, the class index of each, replays counted, the captured function)."""
+    predict = pk.capture(example.most_likely)
+    rng = np.random.default_rng(seed)
+    before = pk.stats()["calls_captured"]
+    with pk.fusion():
+        model = example.GaussianNB().fit(X_train, y_train)
+        test = pk.array(X_test.copy())
+        samples, kept = [], []
+        for k in range(6):
+            batch = X_test + rng.normal(0.0, 0.5, X_test.shape) * (k > 0)
+            test[:] = batch
+            samples.append(batch)
+            kept.append(predict(test, model.theta_, model.var_, model.class_prior_))
+        replays = pk.stats()["calls_captured"] - before
+    return model, samples, [np.asarray(index) for index in kept], replays, predict

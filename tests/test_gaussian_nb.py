@@ -8,6 +8,7 @@ import pytest
 from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 
 import kfuse as pk
+from fusion_check import captured_predictions
 
 _spec = importlib.util.spec_from_file_location(
     "kfuse_example_gaussian_nb", Path(__file__).resolve().parent.parent / "examples" / "gaussian_nb.py")
@@ -101,19 +102,7 @@ def test_a_captured_prediction_replays_into_new_memory_and_equals_sklearn():
     X, y = unequal_classes()
     X_train, y_train, X_test = X[:450], y[:450], X[450:]
     ref = SkGaussianNB().fit(X_train, y_train)
-    predict = pk.capture(gnb.most_likely)
-    rng = np.random.default_rng(8)
-    before = pk.stats()["calls_captured"]
-    with pk.fusion():
-        model = gnb.GaussianNB().fit(X_train, y_train)
-        test = pk.array(X_test.copy())
-        samples, kept = [], []
-        for k in range(6):
-            batch = X_test + rng.normal(0.0, 0.5, X_test.shape) * (k > 0)
-            test[:] = batch
-            samples.append(batch)
-            kept.append(predict(test, model.theta_, model.var_, model.class_prior_))
-        replays = pk.stats()["calls_captured"] - before
+    model, samples, kept, replays, predict = captured_predictions(gnb, X_train, y_train, X_test, seed=8)
     for batch, index in zip(samples, kept):
-        np.testing.assert_array_equal(model.classes_[np.asarray(index)], ref.predict(batch))
+        np.testing.assert_array_equal(model.classes_[index], ref.predict(batch))
     assert predict.why_not is None and replays > 0

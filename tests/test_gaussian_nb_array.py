@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kfuse as pk
+from fusion_check import captured_predictions
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the examples are imported as a package from the repository root
@@ -77,20 +78,8 @@ def test_a_captured_prediction_replays_into_new_memory_and_equals_numpy():
     new memory), and every prediction -- new samples written into the same View between calls, earlier results kept
     -- is NumPy's."""
     X_train, y_train, X_test = data()
-    predict = pk.capture(gaussian_nb_array.most_likely)
-    rng = np.random.default_rng(5)
-    before = pk.stats()["calls_captured"]
-    with pk.fusion():
-        model = gaussian_nb_array.GaussianNB().fit(X_train, y_train)
-        test = pk.array(X_test.copy())
-        samples, kept = [], []
-        for k in range(6):
-            batch = X_test + rng.normal(0.0, 0.5, X_test.shape) * (k > 0)
-            test[:] = batch
-            samples.append(batch)
-            kept.append(predict(test, model.theta_, model.var_, model.class_prior_))
-        replays = pk.stats()["calls_captured"] - before
+    model, samples, kept, replays, predict = captured_predictions(gaussian_nb_array, X_train, y_train, X_test, seed=5)
     for batch, index in zip(samples, kept):
         want = gaussian_nb_array.numpy_fit_predict(X_train, y_train, batch)["predicted"]
-        np.testing.assert_array_equal(model.classes_[np.asarray(index)], want)
+        np.testing.assert_array_equal(model.classes_[index], want)
     assert predict.why_not is None and replays > 0
