@@ -1,13 +1,15 @@
 """What ``pk.capture`` saves (kfuse/capturing.py): NSTREAM's loop (``--calls`` calls of ``A += B + 3 C`` over
 ``--n`` doubles, then ``pk.fence()``), or with ``--gaussian`` the Gaussian log-likelihood chain (nine array
 operations ending in a sum over ``--n`` doubles, its value read), eager, fused (NSTREAM's runs rerun: their calls
-compared with the kept flush's; the chain's recorded and analysed) and captured (each run one replay), in turns in
-one process after each settles: each turn runs ``--block`` runs of one mode back to back, as a loop does (garbage
+compared with the kept flush's; the chain's recorded and analysed) and captured (each run one replay), or with
+``--nb SIZE`` a GaussianNB prediction (examples/gaussian_nb_array.py's ``most_likely``: per-class array statements
+into new arrays; ``--nb-kernels``: examples/gaussian_nb.py's hand-written kernels), in turns in one process after
+each settles: each turn runs ``--block`` runs of one mode back to back, as a loop does (garbage
 collected before the block); prints the median and best microseconds a run per mode, and whether each mode's
 result is what it should be.
 
-    KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_capture.py [--gaussian] [--n 4096] [--calls 50]
-        [--runs 300] [--block 20]
+    KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_capture.py [--gaussian | --nb small [--nb-kernels]]
+        [--n 4096] [--calls 50] [--runs 300] [--block 20]
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import time
 import numpy as np
 
 import kfuse as pk
-from kfuse.bench import measure
+from kfuse.bench import measure, peers
 
 
 @pk.workunit
@@ -44,8 +46,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300, help="timed runs per mode")
     parser.add_argument("--block", type=int, default=20, help="runs of one mode in a row")
     parser.add_argument("--gaussian", action="store_true", help="the Gaussian chain of array operations instead")
+    parser.add_argument("--nb", choices=["small", "medium", "large"], help="a GaussianNB prediction of this size")
+    parser.add_argument("--nb-kernels", action="store_true", help="with --nb: the hand-written kernels' prediction")
     args = parser.parse_args()
-    if args.gaussian:
+    last: dict = {}
+    if args.nb:
+        make, array_code = peers.WORKLOADS["gaussian_nb_kernels" if args.nb_kernels else "gaussian_nb"]
+        go, inputs, go_captured = make(args.nb)
+        want = array_code(np, *inputs)
+
+        def keep(mode, fn):
+            return lambda: last.__setitem__(mode, fn())
+        modes = {"eager": (False, keep("eager", go)), "fused": (True, keep("fused", go)),
+                 "captured": (True, keep("captured", go_captured))}
+        arrays, calls = dict.fromkeys(modes, ()), ()
+    elif args.gaussian:
         rng = np.random.default_rng(0)
         inputs = (rng.standard_normal(args.n), rng.standard_normal(args.n), rng.uniform(0.5, 2.0, args.n))
         want = float(np.sum(-0.5 * np.log(2 * np.pi * inputs[2]) - (inputs[0] - inputs[1]) ** 2 / (2 * inputs[2])))
@@ -85,7 +100,9 @@ def main() -> None:
         for mode in measure.turn_order(list(modes), r):
             times[mode] += block(mode, args.block)
     for mode, seconds in times.items():
-        if args.gaussian:  # (summed in another order than NumPy's)
+        if args.nb:
+            right = np.array_equal(np.asarray(last[mode]), want)
+        elif args.gaussian:  # (summed in another order than NumPy's)
             right = all(abs(v - want) <= 1e-9 * abs(want) for v in values[mode])
         else:
             right = np.array_equal(np.asarray(arrays[mode][0]), np.full(args.n, 8.0 * args.calls * runs[mode]))

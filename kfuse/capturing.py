@@ -19,7 +19,8 @@ compute:
   function's own run when it returns (a call that runs at once, on memory the host holds, say, leaves no such
   flush: the next call runs as Python again);
 - its array operations (``pk.add``, ``pk.sum``...) run as kernels of its flush (recorded, then logged as kernel calls
-  when it returns), none small enough for NumPy (``KFUSE_HOST_ELEMENTS``: no kernel to repeat);
+  when it returns), the small ones too (NumPy computes those on the host at once otherwise, ``KFUSE_HOST_ELEMENTS``:
+  no kernel a replay could repeat);
 - it touches no data on the host (a View's elements, a copy between Views, a Future's value: its Python could act
   on what it reads, and a replay would skip what it writes); one that does is never replayed;
 - every View its calls take lies in the memory of a View argument, or in new memory the function made with no
@@ -197,7 +198,7 @@ class Captured:
         rerun.last = None
         counts = rt.counts
         first, accesses, reads = rt.calls_made, rt.host_accesses, Future.reads
-        launched, on_host = counts["kernels_launched"], counts["array_ops_on_host"]
+        launched = counts["kernels_launched"]
         watched, Future.watched = Future.watched, threading.get_ident()
         capturing, rt.capturing = rt.capturing, True  # (no call runs untraced by its streak: the flush needs them all)
         outer, views.undefined_memory = views.undefined_memory, {}
@@ -214,9 +215,6 @@ class Captured:
         if rt.host_accesses != accesses or Future.reads != reads:
             self.why_not = "it touches data on the host (a View's elements, a copy, a Future's value), which its " \
                            "Python could act on"
-        elif counts["array_ops_on_host"] != on_host:
-            self.why_not = "it runs array operations small enough for NumPy (KFUSE_HOST_ELEMENTS), which launch no " \
-                           "kernel a replay could repeat"
         pending = [e.call for e in rt.logged.entries]  # its calls in the order the flush takes them (a batch of
         # array operations is logged when a call or the return needs it: after calls the program made later)
         returned: list = []
