@@ -11,9 +11,9 @@ calls make a kept flush of their own whose way of running is decided (rerun fuse
 a flush of one kernel call (its array operations make one, say); from then on a call with the same arguments
 launches that flush's kernels at once (its kept launches, even where its trial decided it untraced: that decision
 weighed comparing each call, which a replay does not do), with no Python of the function run. While its Python runs,
-every call it makes goes to the trace (none runs untraced by its streak, kfuse/untraced.py) and its array operations
-are logged as kernel calls (when it returns, or when a group of them closes: none runs at once). What is checked, so that a replay is what running the function would
-compute:
+every call it makes goes to the trace (none runs untraced, by its streak or a kept flush's repetition,
+kfuse/untraced.py) and its array operations are logged as kernel calls (when it returns, or when a group of them
+closes: none runs at once). What is checked, so that a replay is what running the function would compute:
 
 - its calls run as one flush, which launches every kernel the call launched: earlier pending calls run first, the
   function's own run when it returns (a call that runs at once, on memory the host holds, say, leaves no such
