@@ -316,6 +316,38 @@ def test_array_code_on_a_view_leaves_its_data_on_the_device(fake_gpu, mode):
         assert (test._array.nbytes in fake_gpu.to_device) == (run == 0)
 
 
+def test_a_captured_prediction_replays_on_the_device_with_no_copies(fake_gpu):
+    """``pk.capture`` of GaussianNB's prediction (examples/gaussian_nb_array.py's ``most_likely``) on one View of
+    samples: a replay's new memory is first written on the device, so replays copy nothing either way until the
+    labels are read, and then only the labels come back."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from examples import gaussian_nb, gaussian_nb_array
+
+    X, y = gaussian_nb.make_data(600, 8, 3, seed=2)
+    model = gaussian_nb_array.GaussianNB().fit(X[:400], y[:400])
+    test = pk.array(X[400:].copy())
+    want = gaussian_nb_array.numpy_fit_predict(X[:400], y[:400], X[400:])["predicted"]
+    predict = pk.capture(gaussian_nb_array.most_likely)
+    pk.enable_fusion()
+    try:
+        for _ in range(3):  # recorded, then kept
+            predict(test, model.theta_, model.var_, model.class_prior_)
+        before = pk.stats()["calls_captured"]
+        fake_gpu.to_device.clear(), fake_gpu.to_host.clear()
+        kept = [predict(test, model.theta_, model.var_, model.class_prior_) for _ in range(4)]
+        pk.fence()
+        assert pk.stats()["calls_captured"] > before
+        assert fake_gpu.to_device == [] and fake_gpu.to_host == []
+        for index in kept:
+            np.testing.assert_array_equal(model.classes_[np.asarray(index)], want)
+        assert fake_gpu.to_host == [200 * 8] * len(kept)  # each prediction's labels (int64), nothing else
+    finally:
+        pk.disable_fusion()
+
+
 def test_device_buffers_of_dropped_views_are_reused_not_freed(fake_gpu, mode, monkeypatch):
     """A step that makes its arrays anew allocates device memory the first time only; a reused buffer's old
     contents never show (the new View's values are copied over, or its kernel writes it first)."""
