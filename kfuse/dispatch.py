@@ -37,6 +37,10 @@ def _split(args: tuple):
 
 def _dispatch(op: str, args: tuple, kwargs: dict):
     rt = context.current()
+    if rt.batch is not None and rt.enabled:  # the array operations recorded before it are calls before it: a rerun
+        with guard.lock:  # (kfuse/rerun.py) then meets the calls in the program's order
+            if rt.batch is not None:
+                rt.run_batch()
     rt.calls_made += 1
     if rt.rerun.templates and rt.enabled and rt.rerun.wants(args):  # a repeated flush's calls cost a comparison
         with guard.lock:

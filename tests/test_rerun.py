@@ -792,6 +792,26 @@ def test_array_operation_reductions_a_rerun_matches_deliver_their_value():
     assert stats["array_ops_recorded"] == 16  # the reductions were logged behind the pending push
 
 
+def test_array_operations_recorded_before_a_call_are_logged_first_and_the_loop_is_rerun():
+    """A step that starts with array operations on new memory (a prediction's, say: recorded, not yet a call) and
+    then makes kernel calls: the operations are logged as the call before them, so from the second step on the
+    rerun meets the calls in the program's order and its flushes are rerun, not traced again."""
+    def program():
+        v = view_of(V0)
+        seen = []
+        for step in range(8):
+            v[step] = 0.5 * step  # new data each step
+            scaled = pk.log(pk.add(pk.multiply(v, v), 1.0))  # new memory each step
+            y = pk.empty(N - 1)
+            pk.parallel_for(N - 1, shift_into, x=scaled, y=y)
+            seen.append(y.copy())
+        return seen
+
+    expected, got, stats, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert hows(text)[-4:] == ["rerun"] * 4
+
+
 def test_the_settings_a_repetition_is_compared_under_follow_the_environment_and_the_runtime(monkeypatch):
     """``rerun._settings`` reads the settings again only when their raw environment values or the runtime's
     transform set changed; every such change shows in its answer, as reading each setting would."""
