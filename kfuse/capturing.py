@@ -201,14 +201,15 @@ class Captured:
         launched = counts["kernels_launched"]
         watched, Future.watched = Future.watched, threading.get_ident()
         capturing, rt.capturing = rt.capturing, True  # (no call runs untraced by its streak: the flush needs them all)
-        outer, views.undefined_memory = views.undefined_memory, {}
+        fresh: dict = {}
+        outer = views.recording_undefined(fresh)
         try:
             result = self.fn(*args, **kwargs)
             if rt.batch is not None:
                 rt.run_batch()  # its array operations as kernel calls of its flush (a flush would run them at once)
         finally:
             Future.watched, rt.capturing = watched, capturing
-            fresh, views.undefined_memory = views.undefined_memory, outer
+            views.recording_undefined(outer)
             if outer is not None:  # (a captured function recorded inside another: its memory is the outer's too)
                 outer.update(fresh)
         made = rt.calls_made - first
@@ -282,7 +283,7 @@ def _shape(result, args: tuple, kwargs: dict, place: dict, matched: list, fresh:
     """How to rebuild ``result`` at a replay (see ``_rebuild``), None where it never can be, ``_UNPLACED`` where this
     run cannot tell. A Future is named by its call's place among the flush's calls: ``place`` (id of a pending
     call -> its place), or ``matched`` (the Future of each call a rerun matched, or run untraced); a View in memory
-    the function made of undefined contents (``fresh``: views.undefined_memory) by its place in ``returned``."""
+    the function made of undefined contents (``fresh``: views.recording_undefined) by its place in ``returned``."""
     if type(result) in _CONSTANTS:
         return ("constant", result)
     if type(result) in (tuple, list):  # (a subclass, a namedtuple say, is not rebuilt from its items)

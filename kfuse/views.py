@@ -10,6 +10,7 @@ import enum
 import itertools
 import numbers
 import operator
+import threading
 import weakref
 
 import numpy as np
@@ -20,10 +21,10 @@ from .spaces import MemorySpace, on_device
 from .types import DType, dtype_of, element_dtype
 
 _uids = itertools.count(1)
-#: While ``pk.capture`` records a function (kfuse/capturing.py): the arrays owning new memory of undefined contents
-#: made meanwhile (array-operation results, ``pk.empty``), which a replay may make anew, as id -> weak reference
-#: (an id alone could be a freed array's, taken by other memory since); else None.
-undefined_memory: dict | None = None
+#: ``.made``, while ``pk.capture`` records a function in this thread (kfuse/capturing.py): the arrays owning new memory
+#: of undefined contents made meanwhile (array-operation results, ``pk.empty``), which a replay may make anew, as
+#: id -> weak reference (an id alone could be a freed array's, taken by other memory since).
+_recording = threading.local()
 #: The memory of Views made while the default space is a GPU's (``pk.View``, ``pk.zeros``, ``pk.full``...) that
 #: still holds one value in every element on the host: a GPU's copy of it is filled there, not copied over
 #: (runtime/device.py). A host write (the barrier, device.host_access) or a call that runs elsewhere than the GPU
@@ -53,14 +54,23 @@ def take_constant(root: np.ndarray) -> bytes | None:
     return found[1]
 
 
+def recording_undefined(made: dict | None) -> dict | None:
+    """Collect the new memory of undefined contents this thread makes into ``made`` (None: stop); returns what
+    collected it before."""
+    outer = getattr(_recording, "made", None)
+    _recording.made = made
+    return outer
+
+
 def note_undefined(array: np.ndarray) -> None:
-    """``array`` owns new memory of undefined contents (``undefined_memory``, while a capture records)."""
-    if undefined_memory is not None:
-        undefined_memory[id(array)] = weakref.ref(array)
+    """``array`` owns new memory of undefined contents (see ``_recording``)."""
+    made = getattr(_recording, "made", None)
+    if made is not None:
+        made[id(array)] = weakref.ref(array)
 
 
 def in_undefined(view: "View", made: dict) -> bool:
-    """Whether ``view`` lies in memory ``made`` lists (a capture's ``undefined_memory``)."""
+    """Whether ``view`` lies in memory ``made`` lists (``recording_undefined``)."""
     owner = memory_owner(view._array)
     ref = made.get(id(owner))
     return ref is not None and ref() is owner
