@@ -159,13 +159,20 @@ def test_threads_agree_with_eager(name):
         assert_case_agrees(THREAD_CASES[name])
 
 
-def test_the_captured_mode_replays_its_sequences_of_calls():
-    """The fuzzer's captured mode must reach replays (kfuse/capturing.py), not only record."""
+def test_the_captured_mode_replays_its_sequences_of_calls(monkeypatch):
+    """The fuzzer's captured mode must reach replays (kfuse/capturing.py), not only record, and in a program with no
+    call that may fail, replays of blocks over scratch copies: new memory made inside a captured function."""
+    from kfuse import capturing
+
+    made = []
+    make = capturing._Made.make
+    monkeypatch.setattr(capturing._Made, "make", lambda self: made.append(self) or make(self))
     case = Case.of([Call("scale", ("a", "b")), Call("axpy", ("b", "c"), 0.5), Call("dot", ("a", "c")),
                     Read("c", "asarray")])
     pk.reset_stats()
     run(Case(tuple(steps * CAPTURED.captured for steps in case.threads)), CAPTURED)
     assert pk.stats()["calls_captured"] >= 3
+    assert len(made) >= 2  # the plan's check, then at least one replay
     assert_case_agrees(case)
 
 

@@ -21,7 +21,8 @@ from . import arrays as fixture
 from .faults import failing_compiles
 from .host import READS, USES, WRITES
 from .kernels import KERNELS
-from .program import Call, Case, Export, Fence, Read, Realloc, UseResult, Write, validate
+from .generate import FAILING_KERNELS
+from .program import HUGE_TEAM, Call, Case, Export, Fence, Read, Realloc, UseResult, Write, validate
 
 OK, ERROR = "ok", "error"
 THREAD_TIMEOUT_S = 300.0  # a thread still running after this is reported as a hang
@@ -192,12 +193,13 @@ def _event(label, action) -> tuple:
 def _run_steps(state: _State, steps: tuple, captured: int = 0) -> list:
     events: list = []
     i, period = 0, len(steps) // captured if captured else 0
+    scratch = captured and not any(_may_fail(step) for step in steps)
     while i < len(steps):
         end, stop = i, (i // period + 1) * period if period else 0
         while end < stop and type(steps[end]) is Call and not isinstance(steps[end].alpha, tuple):
             end += 1
         if end - i > 1 and all(state.arrays[n] is not None for s in steps[i:end] for n in s.arrays):
-            events += _run_block(state, i, steps[i:end])
+            events += _run_block(state, i, steps[i:end], scratch)
             i = end
             continue
         events.append(_event((i, type(steps[i]).__name__), lambda i=i: _step(state, i, steps[i])))
@@ -205,25 +207,46 @@ def _run_steps(state: _State, steps: tuple, captured: int = 0) -> list:
     return events
 
 
-def _block(calls: tuple):
+def _may_fail(step) -> bool:
+    """Whether a step is a call that may fail (its data then lost: a scratch copy would lose more, see ``_block``):
+    a failing kernel, a flag kernel given a flag that divides by zero, a team size no space allows."""
+    return type(step) is Call and (step.kernel in FAILING_KERNELS or step.team == HUGE_TEAM or
+                                   KERNELS[step.kernel].scalar == "flag" and step.alpha != -1)
+
+
+def _block(calls: tuple, scratch: bool):
     """A captured function making ``calls`` on the arrays it is given by name: per call, its status, its error and
-    what it returned. It keeps no state of its own, so a replay gives what running it would."""
+    what it returned. It keeps no state of its own, so a replay gives what running it would. ``scratch`` (a program
+    with no call that may fail): the calls work on new copies (``pk.empty``, copied in, copied back at the end) of
+    the Views they take that share no memory with another name the block uses -- new memory made inside a captured
+    function, which each replay makes anew or reuses (kfuse/capturing.py), and the same values as the Views' own."""
     def run(**arrays):
+        copies = {}
+        if scratch:
+            for name, view in arrays.items():
+                group = fixture.GROUPS.get(name, name)
+                if type(view) is pk.View and not any(fixture.GROUPS.get(other, other) == group
+                                                     for other in arrays if other != name):
+                    copies[name] = pk.empty(view.shape, view.dtype)
+                    pk.copyto(copies[name], view)
+        used = {**arrays, **copies}
         out = []
         for step in calls:
             try:
-                out.append((OK, None, _launch_step(step, [arrays[n] for n in step.arrays], step.alpha)))
+                out.append((OK, None, _launch_step(step, [used[n] for n in step.arrays], step.alpha)))
             except Exception as exc:
                 out.append((ERROR, _error(exc), None))
+        for name, copy in copies.items():
+            pk.copyto(arrays[name], copy)
         return tuple(out)
     return pk.capture(run)
 
 
-def _run_block(state: _State, start: int, calls: tuple) -> list:
+def _run_block(state: _State, start: int, calls: tuple, scratch: bool = False) -> list:
     """Run ``calls`` (steps ``start`` on) as one captured function, one event per call, as ``_call`` would."""
-    captured = state.blocks.get(calls)
+    captured = state.blocks.get((calls, scratch))
     if captured is None:
-        captured = state.blocks[calls] = _block(calls)
+        captured = state.blocks[calls, scratch] = _block(calls, scratch)
     names = sorted({n for step in calls for n in step.arrays})
     events = []
     for k, (step, (status, error, result)) in enumerate(zip(calls, captured(**{n: state.arrays[n] for n in names}))):
