@@ -477,7 +477,10 @@ def test_compiled_kernels_measured_with_the_real_clock_equal_eager(measure, monk
         assert "unfused: measured" in text and repetitions == 0 and stats["profit_decided"] == 1, text
     else:
         assert 4 <= repetitions <= 4 * profit.MORE and stats["profit_decided"] == 2, text
-    assert stats["profit_trials"] == 2 * group_trials + repetitions, text
+    # at least those timings: on a loaded machine (a fresh clone's tests beside another run) one more occurrence was
+    # timed once (11 against 10); the exact counts are checked under costed clocks (test_measurement_decides_..., and
+    # test_untraced.py), where the clock cannot change them
+    assert stats["profit_trials"] >= 2 * group_trials + repetitions, text
     assert last_choices(1)[0].startswith(("fused: measured", "unfused: measured", "unfused: run untraced")), text
 
 
