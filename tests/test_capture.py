@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kfuse as pk
 from kfuse import config, context
-from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
+from fusion_check import assert_same, gaussian_chain, kick, push, run_eager_and_fused, view_of
 
 pytestmark = pytest.mark.backend("python")  # the reference interpreter: no C++ compiler
 
@@ -422,16 +422,10 @@ def test_a_captured_method_gets_its_instance_and_runs_as_python():
     assert stats["calls_captured"] == 0
 
 
-def _gaussian_sum(x, mu, var):
-    """The Gaussian log-likelihood chain (fusion_check.gaussian_chain's), its result a Future."""
-    return pk.sum(pk.subtract(pk.multiply(pk.log(pk.multiply(var, 2 * np.pi)), -0.5),
-                              pk.divide(pk.square(pk.subtract(x, mu)), pk.multiply(var, 2.0))))
-
-
 def test_array_operations_replay_as_the_kernels_of_their_flush():
     """Recorded array operations are logged as kernel calls when the function returns, so its flush holds them;
     with new data under the same Views each call, every replayed sum is eager's."""
-    step = pk.capture(_gaussian_sum)
+    step = pk.capture(gaussian_chain)  # its result a Future
 
     def program():
         x, mu, var = view_of(X0), view_of(V0), view_of(np.linspace(0.5, 2.0, N))
