@@ -232,22 +232,21 @@ class Captured:
             return result
         launches, template = counts["kernels_launched"] - launched, rerun.last
         if alone is not None and launches == 1 and alone.failure is None and not alone.futures:
-            template, used = None, [alone.args[i] for i, _ in alone.prepared.view_params]
-            slots, launched = list(alone.args), {i for i, _ in alone.prepared.view_params}
+            template, slots, taken = None, list(alone.args), {i for i, _ in alone.prepared.view_params}
         elif template is not None and len(template.steps) == made and launches == rerun.last_launches \
                 and rerun.settled(rt, template):
-            alone, used = None, template.views
-            slots, launched = template.views, {slot for launch in template.launches for _, slot in launch[3]}
+            alone, slots, taken = None, template.views, {slot for launch in template.launches for _, slot in launch[3]}
         else:
             return result  # (not yet one kept, decided flush of its calls alone, and all they launched: the next
             #             call records again)
+        used = [v for v in slots if isinstance(v, View)]  # (a call's View arguments, NumPy ones too)
         if not _within([v for v in used if not views.in_undefined(v, fresh)], args, kwargs):
             self.why_not = "its calls take memory that is neither a View argument's nor new memory it made without " \
                            "contents (pk.zeros, pk.array inside it: a replay would not fill it)"
             return result
         remade = None
         if returned or any(views.in_undefined(v, fresh) for v in used):
-            remade = _Made.of(_remade(slots, launched, fresh, returned))
+            remade = _Made.of(_remade(slots, taken, fresh, returned))
             if remade is None:
                 self.why_not = "it makes memory a replay cannot make again (not a C-contiguous allocation of its own)"
                 return result
@@ -279,7 +278,7 @@ def _key(args: tuple, kwargs: dict) -> tuple | None:
     return tuple(key)
 
 
-def _shape(result, args: tuple, kwargs: dict, place: dict, matched: list, fresh: set, returned: list):
+def _shape(result, args: tuple, kwargs: dict, place: dict, matched: list, fresh: dict, returned: list):
     """How to rebuild ``result`` at a replay (see ``_rebuild``), None where it never can be, ``_UNPLACED`` where this
     run cannot tell. A Future is named by its call's place among the flush's calls: ``place`` (id of a pending
     call -> its place), or ``matched`` (the Future of each call a rerun matched, or run untraced); a View in memory
@@ -338,11 +337,11 @@ def _rebuild(shape, args: tuple, kwargs: dict, futures: list, made):
     return kind(_rebuild(part, args, kwargs, futures, made) for part in what)
 
 
-def _remade(slots: list, launched: set, fresh: dict, returned: list) -> list:
+def _remade(slots: list, taken: set, fresh: dict, returned: list) -> list:
     """(slot or None, View) of the Views a replay makes anew: those the result returns (first, in order: ``_rebuild``
-    names them by place), then each slot's View in memory the function made that a kept launch takes (``launched``)
+    names them by place), then each slot's View in memory the function made that a kept launch takes (``taken``)
     or that shares that memory with one of those (so their overlaps stay as they were)."""
-    wanted = [(None, v) for v in returned] + [(slot, slots[slot]) for slot in sorted(launched)]
+    wanted = [(None, v) for v in returned] + [(slot, slots[slot]) for slot in sorted(taken)]
     owners = {id(views.memory_owner(v._array)) for _, v in wanted}
     return [(None, v) for v in returned] + [
         (slot, v) for slot, v in enumerate(slots)
