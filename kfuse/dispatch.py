@@ -63,7 +63,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
             streak = rt.streaks.get(binding.prepared) if rt.streaks else None
             # fusing (not tracing alone) and idle (a failure standing counts: a call may read what one lost, and
             # traced it is poisoned and reports at the read)
-            if streak is not None and streak.left and rt.fuse and rt.idle() and not rt.capturing:
+            if streak is not None and streak.left and rt.fuse and rt.may_run_now():
                 streak.left -= 1  # a kernel that keeps running alone runs at once (kfuse/untraced.py)
                 rt.counts["calls_untraced"] += 1
                 result = run_bound(rt, binding, bound, values)

@@ -80,6 +80,11 @@ class Runtime:
         act on any View now, as nothing waits to run and nothing was lost."""
         return not (self.logged.entries or self.batch is not None or self.rerun.matched or self.failures)
 
+    def may_run_now(self) -> bool:
+        """Whether a call or an array operation may run at once rather than go to the trace: idle, and no captured
+        function records (its flush must hold every kernel it launches, kfuse/capturing.py)."""
+        return not self.capturing and self.idle()
+
     def running_flush(self) -> int | None:
         """The explain record number of the flush whose kernels run now, else None (the bench's launch profile)."""
         return self.flush_count if self._running else None

@@ -377,7 +377,7 @@ class Rerun:
             if not listed:
                 return MISS
             entries = rt.logged.entries
-            if not entries and rt.batch is None and not rt.capturing:  # (a captured function's flush holds its calls)
+            if rt.may_run_now():  # (nothing matched, no failure: checked above)
                 result = self._start_untraced(rt, listed, op, args, kwargs, start)
                 if result is not MISS:
                     return result

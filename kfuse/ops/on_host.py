@@ -126,9 +126,9 @@ def binary(vv, a, b, out) -> View | None:
 
 
 def _host_idle(rt) -> bool:
-    """Whether the host may go first: kernels run on the host, nothing is pending and no captured function records
-    (a replay repeats kernels, kfuse/capturing.py) (the caller holds guard.lock)."""
-    return rt.backend.name in _HOST_BACKENDS and not _common.for_gpu() and not rt.capturing and rt.idle()
+    """Whether the host may go first: kernels run on the host and the operation may run now (``may_run_now``: a
+    captured function's replay repeats kernels) (the caller holds guard.lock)."""
+    return rt.backend.name in _HOST_BACKENDS and not _common.for_gpu() and rt.may_run_now()
 
 
 def _apply(rt, function, kind: str, arrays, operands: tuple, target: View) -> bool:
