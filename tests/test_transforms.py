@@ -510,6 +510,22 @@ def test_memory_removes_a_store_overwritten_before_any_read():
     np.testing.assert_array_equal(assert_launch_matches_eager(calls, out, [y])[0], 2.0 * np.asarray(w))
 
 
+def test_memory_removes_a_store_whose_only_read_between_was_forwarded():
+    """store y, read y[i] (the stored value, from a local), store y again: memory never saw the first store
+    (BabelStream's ten iterations fused store each array once, not ten times)."""
+    x, w, y, z = view(T, 13), view(T, 14), pk.View(T), pk.View(T)
+    calls = [call(scale, T, x=x, y=y), call(combine, T, x=x, y=y, z=z), call(scale, T, x=w, y=y)]
+
+    def one_store_of_y(out):
+        assert element_accesses(out, "k0_y") == (0, 1)
+        assert element_accesses(out, "k1_z") == (0, 1)
+
+    out = check_pass(memory_pass.run, transformed(fused(*calls), "args"), True, one_store_of_y)
+    got_y, got_z = assert_launch_matches_eager(calls, out, [y, z])
+    np.testing.assert_array_equal(got_y, 2.0 * np.asarray(w))
+    np.testing.assert_array_equal(got_z, 2.0 * np.asarray(x) + np.asarray(x) * np.asarray(x))
+
+
 @pytest.mark.parametrize("between", ["twin", "prefix subview", "if", "for"])
 def test_memory_keeps_a_store_that_may_be_observed_before_it_is_overwritten(between):
     """store y, something that may read y, store y again: the first store stays."""

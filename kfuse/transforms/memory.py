@@ -6,9 +6,9 @@ any compound statement ends what is known):
   write in between reads once into a local ``ldN``;
 - a store followed by a read of the same element forwards the stored value (kept in a local ``stN``
   typed as the element, so conversions happen exactly as the store would do them);
-- a store overwritten before any read of that array is removed, only when nothing in between can
-  observe it (no read of possibly-overlapping memory, no atomic, no helper call) and its value has no
-  side effects.
+- a store overwritten before any read of that array's memory is removed (a read forwarded from a local
+  reads no memory), only when nothing in between can observe it (no read of possibly-overlapping memory,
+  no atomic, no helper call) and its value has no side effects.
 Then the stores into *scratch* Views (memory nothing reads after the group: ``FusedKernel.scratch``, from
 kfuse/tracer/liveness.py) go, when no read of that memory is left in the kernel (every read was forwarded
 from a store), and a View no longer named stops being a parameter: a chain of array operations keeps its
@@ -91,15 +91,16 @@ class _Eliminator:
         if isinstance(expr, ast.Subscript):
             info = self._key(expr)
             if info is not None:
-                read_classes.add(info[0][0])
                 self._load_indices(expr, avail, pre, read_classes)  # reads inside the indices come first
                 if not self._trackable(expr):
+                    read_classes.add(info[0][0])
                     return expr
                 info = self._key(expr)
                 key, view, _ = info
-                if key in avail:
+                if key in avail:  # forwarded from a local: memory is not read, a pending store stays unobserved
                     self.modified = True
                     return ast.copy_location(ast.Name(id=avail[key][0], ctx=ast.Load()), expr)
+                read_classes.add(key[0])
                 name, stmt = self._local("ld", view, expr, expr)
                 pre.append(stmt)
                 avail[key] = (name, info[2])
