@@ -546,8 +546,7 @@ class Rerun:
             rt.counts["groups_unfused"] += template.unfused
             for number, (kernel, slots, passed, _, _, delivering, packed) in enumerate(template.launches):
                 try:
-                    results = iter(kernel.launch(slots, passed) if packed is None else
-                                   kernel.launch(slots, passed, packed))
+                    results = iter(kernel.launch_queued(slots, passed, packed))  # the caller waits if it must
                 except KfuseError as exc:
                     self._after_failure(rt, match, number, exc, record, head)
                     return

@@ -649,10 +649,10 @@ def test_compiled_reruns_launch_from_buffers_packed_for_their_own_views(monkeypa
     buffers = []
     original = CompiledKernel.launch
 
-    def launch(self, bounds, args, packed=None):
+    def launch(self, bounds, args, packed=None, wait=True):
         if packed is not None:
             buffers.append(packed)
-        return original(self, bounds, args, packed)
+        return original(self, bounds, args, packed, wait)
     monkeypatch.setattr(CompiledKernel, "launch", launch)
     make = (lambda run: (view_of(X0 + run), view_of(V0))) if name == "fresh Views" else NEW_VIEWS[name]
     expected, got, _, text = run_eager_and_fused(lambda: _runs(make))

@@ -53,6 +53,12 @@ class Kernel:
     def launch(self, bounds: tuple, args: tuple) -> tuple:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def launch_queued(self, bounds: tuple, args: tuple, packed=None) -> tuple:
+        """``launch``, returning before the device has run the kernel where the backend can (kfuse/rerun.py's
+        replays: the device runs kernels in order, and whatever reads their results waits for them); here it runs
+        at once."""
+        return self.launch(bounds, args)
+
     def packed(self, bounds: tuple, args: tuple):
         """The argument buffer a ``launch`` with the same arguments may take as ``packed``, made once for launches
         repeated with them (kfuse/rerun.py); None where the kernel has none (its ``launch`` takes no buffer)."""

@@ -4,7 +4,9 @@ The entry point ``kfuse_launch(args, out, err, errlen)`` reads its arguments fro
 8-byte slots (policy bounds, then per parameter: pointer + extents (+ strides) for a View, or one
 value for a scalar), so Python calls it through ctypes with a single ``struct.pack`` and no binding
 library; this keeps both compile time and per-call overhead low. It returns 0, or 1 with a C++ exception's
-message in ``err``, or 2 with the record of a kernel fault (``errors.kernel_fault`` reads it).
+message in ``err``, or 2 with the record of a kernel fault (``errors.kernel_fault`` reads it). It waits for the
+kernel (a fence) and times it. A GPU ``parallel_for`` that cannot fault also has ``kfuse_launch_queued``, which
+returns once the kernel is queued on the device.
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from .cxx_names import cpp_type, ident, view_type
 from .printer import BodyPrinter, Unit
 
 CODEGEN_VERSION = "2"
+#: Spaces whose ``parallel_for`` kernels without checked operations or printf also get ``kfuse_launch_queued``: the
+#: launch without its fence, for replays that wait for the device once at the end (kfuse/runtime/launch.py).
+QUEUED_SPACES = frozenset({"Cuda", "HIP"})
 #: Spaces whose rank-1 range reductions of several sums run in lanes (``_in_lanes``).
 LANE_SPACES = frozenset({"Cuda", "HIP"})
 #: A lane sums at most this many elements, and takes more than one only where lanes would exceed 2**20 (enough
@@ -165,6 +170,37 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         results = _store_result("kf_r", spec.accs[0], 0)
     result_format = "".join("d" if d.is_float else "q" for d in spec.accs)
 
+    def entry(name: str, waits: bool) -> list:
+        """The C entry point ``name``: unpack, check, launch; when ``waits``, fence and time the launch, then return
+        the results and any fault."""
+        ending = [
+            "    Kokkos::fence();",
+            "    kfuse_last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>("
+            "std::chrono::steady_clock::now() - kf_t0).count();",
+            *(["    std::fflush(stdout);"] if unit.uses_printf else []),
+            results.rstrip("\n"),  # before the fault check: a fused kernel's other reductions stay usable
+            *_fault_check(unit, spec)] if waits else []
+        return [
+            f'extern "C" int {name}(const char* kf_args, char* kf_out, char* kf_err, int64_t kf_errlen) {{',
+            f"  using namespace kf_kernel_{ident(kernel_name)};",
+            "  try {",
+            "    Functor kf_f;",
+            *unpack,
+            *checks,
+            *(["    auto kf_t0 = std::chrono::steady_clock::now();"] if waits else []),
+            launch,
+            *ending,
+            "    return 0;",
+            "  } catch (const std::exception& e) {",
+            "    kf_report(kf_err, kf_errlen, e.what());",
+            "  } catch (...) {",
+            '    kf_report(kf_err, kf_errlen, "unknown C++ exception");',
+            "  }",
+            "  return 1;",
+            "}",
+        ]
+
+    queues = spec.op == "for" and spec.space in QUEUED_SPACES and not unit.fault_sites and not unit.uses_printf
     source = "\n".join([
         f"// kfuse kernel {kernel_name} (codegen {CODEGEN_VERSION})",
         f"// op={spec.op} policy={spec.policy} rank={spec.rank} space={spec.space}",
@@ -178,28 +214,8 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         "}  // namespace",
         "",
         'extern "C" int64_t kfuse_last_ns = 0;',
-        'extern "C" int kfuse_launch(const char* kf_args, char* kf_out, char* kf_err, int64_t kf_errlen) {',
-        f"  using namespace kf_kernel_{ident(kernel_name)};",
-        "  try {",
-        "    Functor kf_f;",
-        *unpack,
-        *checks,
-        "    auto kf_t0 = std::chrono::steady_clock::now();",
-        launch,
-        "    Kokkos::fence();",
-        "    kfuse_last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>("
-        "std::chrono::steady_clock::now() - kf_t0).count();",
-        *(["    std::fflush(stdout);"] if unit.uses_printf else []),
-        results.rstrip("\n"),  # before the fault check: a fused kernel's other reductions stay usable
-        *_fault_check(unit, spec),
-        "    return 0;",
-        "  } catch (const std::exception& e) {",
-        "    kf_report(kf_err, kf_errlen, e.what());",
-        "  } catch (...) {",
-        '    kf_report(kf_err, kf_errlen, "unknown C++ exception");',
-        "  }",
-        "  return 1;",
-        "}",
+        *entry("kfuse_launch", True),
+        *(entry("kfuse_launch_queued", False) if queues else []),
         "",
     ])
     return GeneratedKernel(name=kernel_name, source=source, slot_format="".join(slots), result_format=result_format)

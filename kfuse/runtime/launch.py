@@ -73,6 +73,10 @@ class CompiledKernel:
             # as they are; declaring argtypes would convert each argument again on every launch (~0.3 us).
             self._fn = self.lib.kfuse_launch
             self._fn.restype = ctypes.c_int
+            # codegen.kernel: a GPU kernel that cannot fault also launches without waiting for the device
+            self._queued = getattr(self.lib, "kfuse_launch_queued", None)
+            if self._queued is not None:
+                self._queued.restype = ctypes.c_int
             self._last_ns = ctypes.c_int64.in_dll(self.lib, "kfuse_last_ns")
             _loaded[self] = None
             counters.bump("kernels_loaded")
@@ -80,6 +84,9 @@ class CompiledKernel:
     def _unload(self) -> None:
         """Close the library; ``_fn`` loads it again if the kernel is launched later."""
         handle = self.lib._handle
+        if self.on_device:
+            kokkos_runtime.fence()  # a queued launch of this kernel may still be running its code
+        self._queued = None
         self._last_ns = ctypes.c_int64(self._last_ns.value)  # ``last_seconds`` stays readable
         self._fn = self._load_and_call
         self.lib = None
@@ -96,15 +103,19 @@ class CompiledKernel:
     def loaded(self) -> bool:
         return self.lib is not None
 
-    def launch(self, bounds: tuple, args: tuple, packed: bytes | None = None):
+    def launch(self, bounds: tuple, args: tuple, packed: bytes | None = None, wait: bool = True):
         """Run the kernel once; returns the tuple of reduction results (empty for parallel_for). ``packed``: the
-        buffer ``packed`` made for these ``bounds`` and ``args`` before (a rerun's kept launch), else packed now."""
+        buffer ``packed`` made for these ``bounds`` and ``args`` before (a rerun's kept launch), else packed now.
+        ``wait=False``: a GPU kernel that cannot fault returns once queued, untimed (``last_seconds`` keeps the last
+        timed launch's); the device runs queued kernels in order, and every copy between host and device, and
+        ``pk.fence()``, waits for them first (kfuse_runtime), so only a caller that times the device must wait."""
         self.recent = True
         if self.on_device:
             device.before_launch(args, self._writes)
         else:
             device.host_launch(args, self._writes)
-        rc = self._fn(self.pack(bounds, args) if packed is None else packed, self._out, _err, _errlen)
+        fn = self._fn if wait or self._queued is None or profile is not None else self._queued
+        rc = fn(self.pack(bounds, args) if packed is None else packed, self._out, _err, _errlen)
         if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
         if self.on_device:
@@ -121,6 +132,10 @@ class CompiledKernel:
             rt = context.current()
             profile.append((self.name, self._last_ns.value * 1e-9, self.fused, rt.calls_made, rt.running_flush()))
         return self._unpack(self._out) if self._unpack else ()
+
+    def launch_queued(self, bounds: tuple, args: tuple, packed: bytes | None = None):
+        """``launch(..., wait=False)``: the interface's name for it (kfuse/backends/base.py)."""
+        return self.launch(bounds, args, packed, wait=False)
 
     def packed(self, bounds: tuple, args: tuple) -> bytes | None:
         """The argument buffer of a launch over ``bounds`` with ``args`` (a rerun's kept launch, kfuse/rerun.py,

@@ -1,0 +1,119 @@
+"""GPU ``parallel_for`` kernels that cannot fault launch without waiting for the device in replays (kfuse/codegen/
+kernel.py ``kfuse_launch_queued``, kfuse/rerun.py): which kernels get the queued entry is checked on generated source
+without a compiler; the replay path itself runs here on the host with the queued entry made for OpenMP too (Kokkos's
+OpenMP launches finish before they return, so what is checked is that replays take that entry and compute what NumPy
+does)."""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+import kfuse as pk
+from kfuse.calls import prepare
+from kfuse.codegen import kernel as codegen
+from kfuse.runtime import launch
+
+N = 64
+
+
+@pk.workunit
+def scaled(i, x: pk.View1D[pk.double], y: pk.View1D[pk.double], by: float):
+    y[i] = by * x[i]
+
+
+@pk.workunit
+def shifted(i, y: pk.View1D[pk.double], z: pk.View1D[pk.double]):
+    z[i] = y[i] + 1.0
+
+
+@pk.workunit
+def halved(i, k: pk.View1D[pk.int64], by: int):
+    k[i] = k[i] // by  # a zero divisor is a fault: the launch must wait to report it
+
+
+@pk.workunit
+def printed(i, x: pk.View1D[pk.double]):
+    pk.printf("%f\n", x[i])
+
+
+@pk.workunit
+def summed(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double]):
+    acc += x[i]
+
+
+def _source(wu, space: str, op: str = "for", **kwargs) -> str:
+    prepared = prepare(wu, op, N, (), kwargs).prepared
+    spec = dataclasses.replace(prepared.spec, space=space)
+    return codegen.generate(prepared.source, spec, prepared.name).source
+
+
+def _entry(source: str, name: str) -> str | None:
+    found = re.search(rf'extern "C" int {name}\(.*?\n}}\n', source, re.S)
+    return found.group(0) if found else None
+
+
+@pytest.mark.backend("null")
+@pytest.mark.parametrize("space", ["Cuda", "HIP"])
+def test_gpu_loops_that_cannot_fault_get_an_entry_that_does_not_wait(space):
+    x, y = pk.View([N]), pk.View([N])
+    source = _source(scaled, space, x=x, y=y, by=2.0)
+    waiting, queued = _entry(source, "kfuse_launch"), _entry(source, "kfuse_launch_queued")
+    assert "Kokkos::fence();" in waiting and "kfuse_last_ns =" in waiting
+    assert queued is not None and "Kokkos::parallel_for(" in queued
+    assert "Kokkos::fence();" not in queued and "kfuse_last_ns =" not in queued
+
+
+@pytest.mark.backend("null")
+def test_kernels_that_may_fault_print_or_return_values_always_wait():
+    x, k = pk.View([N]), pk.View([N], pk.int64)
+    for source in (_source(halved, "Cuda", k=k, by=3), _source(printed, "Cuda", x=x),
+                   _source(summed, "Cuda", op="reduce", x=x), _source(scaled, "OpenMP", x=x, y=pk.View([N]), by=2.0)):
+        assert _entry(source, "kfuse_launch") is not None
+        assert _entry(source, "kfuse_launch_queued") is None
+
+
+@pytest.fixture
+def queued_on_host(monkeypatch):
+    """OpenMP kernels get the queued entry; yields the names of the kernels each call of a queued entry launched."""
+    monkeypatch.setattr(codegen, "QUEUED_SPACES", codegen.QUEUED_SPACES | {"OpenMP"})
+    calls, real = [], launch.CompiledKernel._load
+
+    def load(self):
+        real(self)
+        entry = self._queued
+        if entry is not None:
+            self._queued = lambda *args: calls.append(self.name) or entry(*args)
+
+    monkeypatch.setattr(launch.CompiledKernel, "_load", load)
+    pk.enable_fusion()
+    yield calls
+    pk.disable_fusion()
+
+
+def _steps(x, y, z, repetitions: int) -> None:
+    for k in range(repetitions):
+        pk.parallel_for(N, scaled, x=x, y=y, by=2.0)
+        pk.parallel_for(N, shifted, y=y, z=z)
+        np.testing.assert_array_equal(np.asarray(z), 2.0 * np.asarray(x) + 1.0)  # a host read: a flush
+
+
+@pytest.mark.backend("kokkos")
+def test_replays_launch_queued_and_compute_what_numpy_does(queued_on_host):
+    values = np.random.default_rng(3).standard_normal(N)
+    x, y, z = pk.from_numpy(values.copy()), pk.View([N]), pk.View([N])
+    _steps(x, y, z, 6)
+    np.testing.assert_array_equal(np.asarray(y), 2.0 * values)
+    assert len(queued_on_host) >= 3  # the repetitions after the first ones were rerun through the queued entry
+    assert pk.stats()["fused_kernels_launched"] == 6
+
+
+@pytest.mark.backend("kokkos")
+def test_the_kernel_profile_times_every_launch_even_in_replays(queued_on_host, monkeypatch):
+    monkeypatch.setattr(launch, "profile", [])
+    x, y, z = pk.from_numpy(np.arange(N, dtype=np.float64)), pk.View([N]), pk.View([N])
+    _steps(x, y, z, 6)
+    assert sum(fused for _, _, fused, *_ in launch.profile) == 6  # the fused kernel's launches, traced and rerun
+    assert queued_on_host == []
