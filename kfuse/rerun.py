@@ -559,7 +559,7 @@ class Rerun:
                 call.position = self.first_call + i
                 trace.append(call)
             self.mark = trace.arrivals
-        if template.trial is not None:
+        if self.timing and template.trial is not None:  # (a replay is not a repetition the trial compares)
             first, last = self.span
             self._timed(rt, template, False, last - first + rt.profit.clock() - start)
 
@@ -654,12 +654,13 @@ class Rerun:
     # --- replaying (kfuse/capturing.py) ------------------------------------------------------------
     @staticmethod
     def settled(rt, template: Template) -> bool:
-        """Whether ``template`` is the whole of its flush, made under the settings in force, and decided: its
-        repetitions run as the last one did, with no timing pending (a group run apart until its fused kernel's
-        compile is repaid counts each repetition, as a rerun does, and the first that repays it is traced)."""
+        """Whether ``template`` is the whole of its flush, made under the settings in force, and its groups decided:
+        a replay launches what its last run launched (a group run apart until its fused kernel's compile is repaid
+        counts each repetition, as a rerun does, and the first that repays it is traced). Its trial against running
+        untraced (``Template.trial``) may still be timing: it weighs comparing each call, which a replay does not
+        do, so a function captured before any uncaptured repetition decided it is replayed all the same."""
         return not template.head and not template.tail and template.space is rt.default_space \
-            and template.settings == _settings(rt) and (template.trial is None or template.trial.untraced is not None) \
-            and not guard.forked_after_start
+            and template.settings == _settings(rt) and not guard.forked_after_start
 
     def replay(self, rt, template: Template, filled: list, laid_out: bool = False) -> list:
         """Run ``template``'s calls now with ``filled`` in its slots (Views it ran with, whose memory is unchanged:

@@ -77,6 +77,25 @@ def test_a_captured_loop_replays_without_its_python_and_gives_eager_results():
     assert "(rerun" in text
 
 
+def test_a_function_captured_from_its_first_call_replays_while_its_untraced_trial_is_open(monkeypatch, tmp_path):
+    """Under KFUSE_PROFIT=measure a repeated flush is timed rerun against untraced; while it records, a captured
+    function's calls never run untraced, so that trial cannot end there: the replays do not wait for it (a replay
+    compares no call, which is what the trial weighs) and are not timed as its repetitions."""
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    block = Counted()
+
+    def program():
+        x, v = view_of(X0), view_of(V0)
+        seen = [float(block.step(x, v, 0.01, 2)[0]) for _ in range(12)]
+        return seen, x.copy(), v.copy()
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] >= 5 * 5 and block.ran < 12 + 8
+    assert stats["calls_untraced"] == 0 and stats["profit_trials"] < 12
+
+
 def test_other_views_or_scalars_are_other_plans():
     block = Counted()
 
