@@ -4,7 +4,10 @@ running its Python.
 A repeated flush is rerun without tracing (kfuse/rerun.py), but each of its calls still costs the program's own
 Python and a comparison with the kept call: 2-6 us a call, which for NSTREAM's 50 calls a run on a GPU is more host
 time than their one fused kernel takes. ``torch.compile`` and ``jax.jit`` remove that cost by running a function's
-Python once and replaying what it made; ``capture`` does the same for kernel calls, under the same contract: **the
+Python once and replaying what it made; ``capture`` does the same for kernel calls, and as they do, compiles up front:
+the fusion of its flush's groups does not wait until their compile is repaid (fuser/cost.py; capturing a function
+says it repeats), though each group is still timed fused and apart (KFUSE_PROFIT=measure), so a replay is never slower
+than running the group's calls apart. It keeps the same contract as they do: **the
 function's kernel calls depend only on its arguments** -- the Views it is given (by identity) and its scalar
 arguments (by value) -- not on globals that change, data it reads on the host or the time. Its Python runs until its
 calls make a kept flush of their own whose way of running is decided (rerun fused or untraced, fuser/profit.py), or
@@ -222,7 +225,11 @@ class Captured:
         shape = _shape(result, args, kwargs, {id(call): k for k, call in enumerate(pending)}, rerun.futures, fresh,
                        returned)
         alone = pending[0] if made == 1 and len(pending) == 1 and not rerun.matched else None
-        rt.flush_all()
+        rt.compiling_up_front = True
+        try:
+            rt.flush_all()
+        finally:
+            rt.compiling_up_front = False
         if shape is _UNPLACED:
             return result
         if shape is None and self.why_not is None:

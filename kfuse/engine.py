@@ -63,6 +63,7 @@ class Runtime:
         self.calls_made = 0  # kernel calls the program made (kfuse/dispatch.py): a call's place in the program
         self.host_accesses = 0  # host accesses to Views and copies between them (kfuse/capturing.py asks)
         self.capturing = False  # a captured function's Python runs: every call goes to the trace (kfuse/capturing.py)
+        self.compiling_up_front = False  # a captured function's flush runs: fusing waits for no repaid compile
         self.batch = None  # array operations recorded but not yet calls of the trace (kfuse/ops/lazy.py)
 
     @property

@@ -210,6 +210,9 @@ def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict, c
 
 
 # --- profitability (fuser/profit.py) ----------------------------------------------------------
+UP_FRONT = "fused: compiled up front, as for a captured function (pk.capture)"
+
+
 def choose(rt, scheduled, number: int, key: tuple, group: list, args: tuple, scratch: frozenset) -> profit.Choice:
     """How this occurrence of group ``number`` (``key``: its ``fused_key``) runs: fused, or its members apart."""
     mode = config.PROFIT.get()
@@ -224,6 +227,8 @@ def choose(rt, scheduled, number: int, key: tuple, group: list, args: tuple, scr
     if mode == "measure" and not entry.looked_up:
         entry.looked_up = True
         _recall(entry, key, group, sizes)
+    if rt.compiling_up_front:  # a captured function's flush (kfuse/capturing.py): its compile is not weighed
+        return profit.choose(entry, mode, config.PROFIT_TRIALS.get(), lambda runs: (True, UP_FRONT))
     return profit.choose(entry, mode, config.PROFIT_TRIALS.get(),
                          lambda runs: cost.judge(_estimate(rt, entry, key, group, args, scratch), runs))
 

@@ -290,6 +290,51 @@ def test_a_repetition_whose_group_waits_for_its_compile_is_not_timed_untraced(mo
     assert all(t.trial is None for listed in context.current().rerun.templates.values() for t in listed)
 
 
+@pytest.mark.backend("python")
+@pytest.mark.parametrize("mode", ["model", "measure"])
+def test_a_captured_function_fuses_without_waiting_for_its_compile_to_be_repaid(monkeypatch, tmp_path, mode,
+                                                                                 fresh_stats):
+    """The same step the model keeps apart (a 1000 s compile saving microseconds) fuses once captured: capturing
+    says it repeats, as torch.compile and jax.jit compile up front; measured, its trials still run both ways."""
+    monkeypatch.setenv("KFUSE_PROFIT", mode)
+    monkeypatch.setenv("KFUSE_PROFIT_TRIALS", "2")
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    backend = context.current().backend
+    monkeypatch.setattr(type(backend), "compile_seconds", 1000.0, raising=False)
+    monkeypatch.setattr(type(backend), "built", lambda self, rendered: False)
+
+    def step(a, b, c):
+        pk.parallel_for(N, pf_add, a=a, b=b)
+        pk.parallel_for(N, pf_scale, s=2.0, a=a, c=c)
+
+    a, b, c = fresh_views()
+    want_a, want_b, want_c = (np.asarray(v).copy() for v in (a, b, c))
+    step(a, b, c)  # eager: both members are built now
+    pk.enable_fusion()
+    try:
+        step(a, b, c)
+        np.asarray(c)
+        assert last_choices(1)[0].startswith("unfused: a 1e+03 s compile not repaid by 1 run(s)")
+        captured = pk.capture(step)
+        for _ in range(16):
+            captured(a, b, c)
+        got = [np.asarray(v).copy() for v in (a, b, c)]
+    finally:
+        pk.disable_fusion()
+    for _ in range(18):
+        want_a += want_b
+        want_c = 2.0 * want_a + want_c
+    assert_same([want_a, want_b, want_c], got)
+    texts = [t for r in context.current().records for t in r.choices.values()]
+    if mode == "model":
+        assert texts[-1] == "fused: compiled up front, as for a captured function (pk.capture)"
+    else:  # timed both ways, then decided by the times alone
+        assert any(t.startswith("fused: timing trial") for t in texts)
+        assert any(t.startswith("unfused: timing trial") for t in texts)
+        assert pk.stats()["profit_decided"] >= 1
+    assert pk.stats()["fused_kernels_launched"] >= 1 and pk.stats()["calls_captured"] >= 2
+
+
 @pytest.mark.backend("null")
 def test_new_members_make_fusing_the_cheaper_compile(monkeypatch):
     monkeypatch.setenv("KFUSE_PROFIT", "model")
