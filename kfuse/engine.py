@@ -166,9 +166,9 @@ class Runtime:
             self._run(self.trace.partition_for(view.bounds, write))
         if self.failures:
             if overwrite:
-                self.failures.clear(*view.bounds)
+                self.failures.overwritten(view)
             else:
-                failure = self.failures.at(*view.bounds)
+                failure = self.failures.at(view)
                 if failure is not None:
                     raise failure.deferred("this host access to a View")
 

@@ -380,10 +380,10 @@ def run_partition(rt, calls: list, fuse: bool = True) -> None:
             except KfuseError as exc:
                 launches = None
                 if is_fault(exc):
-                    record.notes.append(f"group {indices[0]}..{indices[-1]} faulted: {_first_line(exc)}")
+                    record.notes.append(f"group {explain.calls_text(indices)} faulted: {_first_line(exc)}")
                     after_fault(group, exc, failures)
                     continue
-                record.notes.append(f"group {indices[0]}..{indices[-1]} failed fused, ran its calls "
+                record.notes.append(f"group {explain.calls_text(indices)} failed fused, ran its calls "
                                     f"one by one: {_first_line(exc)}")
             else:  # the group ran: nothing below may send it to the one-by-one path (A += B must not run twice)
                 if choice.timed:

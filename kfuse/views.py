@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
 import numbers
 import operator
 import threading
@@ -273,8 +274,29 @@ def storage_key(view) -> tuple:
 
 
 def overlaps(a, b) -> bool:
-    """Whether two Views share a byte of memory."""
+    """Whether two Views' byte spans intersect (they may then still share no byte: ``apart``)."""
     return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
+
+
+def lattice(view) -> tuple:
+    """(step, element size) in bytes: every element of ``view`` starts a whole number of steps after its first byte
+    (the greatest common divisor of its byte strides over dimensions of more than one element)."""
+    size = view.dtype.np.itemsize
+    step = 0
+    for n, stride in zip(view.shape, view.strides):
+        if n > 1:
+            step = math.gcd(step, abs(stride) * size)
+    return (step or size), size
+
+
+def apart(offset: int, a: tuple, b: tuple) -> bool:
+    """Whether two Views of lattices ``a`` and ``b`` share no byte wherever their spans meet, the first byte of the
+    second ``offset`` bytes after the first's (any integer): on a common step, every element of one falls where the
+    other has none (the columns of a matrix, every other element)."""
+    (step, size), (step2, size2) = a, b
+    if step != step2 or step <= size:
+        return False
+    return size <= offset % step <= step - size2
 
 
 class Layout(enum.Enum):

@@ -148,6 +148,34 @@ def test_read_only_array_read_anywhere_is_shared_by_fused_kernels():
     assert stats["kernels_launched"] == 1 and stats["fused_kernels_launched"] == 1
 
 
+# --- independent work interleaved (fuser/planner.py _pull) ----------------------------------------------
+@pk.workunit
+def class_step(i: int, p: pk.View1D[pk.double], out: pk.View1D[pk.double]):
+    out[i] = 2.0 * p[i] - 1.0
+
+
+@pk.workunit
+def column_pass(i: int, x: pk.View1D[pk.double], s: pk.View1D[pk.double], col: pk.View1D[pk.double]):
+    col[i] = x[i] * s[0] + 1.0
+
+
+def test_small_steps_and_the_passes_reading_them_each_run_as_one_kernel():
+    """Per class: a one-element step, then a pass over the samples that reads it and writes the class's column of
+    a matrix. The steps run first, as one kernel, then the passes as another (columns share no element)."""
+    def program():
+        x, priors, m = view_of(data(11)), view_of(data(12, (3,))), pk.View((N, 3))
+        small = [pk.View(1) for _ in range(3)]
+        for c in range(3):
+            pk.parallel_for(1, class_step, p=priors[c:c + 1], out=small[c])
+            pk.parallel_for(N, column_pass, x=x, s=small[c], col=m[:, c])
+        return m.copy()
+
+    expected, got, stats, text = run_eager_and_fused(program)
+    assert_same(expected, got)
+    np.testing.assert_array_equal(got, data(11)[:, None] * (2.0 * data(12, (3,)) - 1.0)[None, :] + 1.0)
+    assert stats["kernels_launched"] == 2 and "calls 0, 2, 4" in text and "calls 1, 3, 5" in text, text
+
+
 # --- MDRange ----------------------------------------------------------------------------------------------
 @pk.workunit
 def md_axpy(i: int, j: int, a: float, X: pk.View2D[pk.double], Y: pk.View2D[pk.double]):

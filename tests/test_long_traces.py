@@ -52,29 +52,60 @@ def _graph(spec: list, overlaps=()) -> Graph:
 
 
 def _reference(graph: Graph) -> planner.Plan:
-    """The planner's original rule: a newcomer is checked against every member of the group, in order."""
-    result, group = planner.Plan(), []
+    """The planner's rule written plainly: a newcomer is checked against every member of the group, in order; a
+    group about to end at another range takes the later calls (``LOOKAHEAD``) that could join it and depend on none
+    of the calls they would pass, each checked against every one of those."""
+    result, group, taken = planner.Plan(), [], set()
     nodes = graph.nodes
+
+    def join_reason(index):
+        node, first = nodes[index], nodes[group[0]]
+        if node.policy != first.policy or node.bounds != first.bounds:
+            return Reason(Split.RANGE, "range")
+        helpers = dict(node.helpers)
+        for i in group:
+            clash = [n for n, d in nodes[i].helpers if helpers.get(n, d) != d]
+            if clash:
+                return Reason(Split.HELPER_CLASH, f"two different helper functions are both named '{clash[0]}'")
+            reason = planner.pair_conflict(graph, i, index)
+            if reason:
+                return reason
+        return None
+
+    def touches(index, writes_only):
+        params = graph.patterns[index].params
+        return [s for p, s in nodes[index].views if not writes_only or params[p].write]
+
+    def depends(j, k):
+        return k in nodes[j].producers or \
+            any(graph.overlap(w, t) for w in touches(k, True) for t in touches(j, False)) or \
+            any(graph.overlap(t, w) for t in touches(k, False) for w in touches(j, True))
+
+    def pull(stop):
+        passed = []
+        for j in range(stop, min(len(nodes), stop + planner.LOOKAHEAD)):
+            if j in taken:
+                continue
+            refused = graph.patterns[j].refuse
+            if j != stop and not refused and not any(graph.patterns[i].refuse for i in group) \
+                    and not any(depends(j, k) for k in passed) and join_reason(j) is None:
+                group.append(j)
+                taken.add(j)
+                continue
+            if refused:
+                return
+            passed.append(j)
+
     for index in range(len(nodes)):
+        if index in taken:
+            continue
         if group:
-            node, first = nodes[index], nodes[group[0]]
-            reason = None
-            if node.policy != first.policy or node.bounds != first.bounds:
-                reason = Reason(Split.RANGE, "range")
-            else:
-                helpers = dict(node.helpers)
-                for i in group:
-                    clash = [n for n, d in nodes[i].helpers if helpers.get(n, d) != d]
-                    if clash:
-                        reason = Reason(Split.HELPER_CLASH, f"two different helper functions are both named "
-                                                            f"'{clash[0]}'")
-                        break
-                    reason = planner.pair_conflict(graph, i, index)
-                    if reason:
-                        break
+            reason = join_reason(index)
             if reason is None:
                 group.append(index)
                 continue
+            if reason.kind is Split.RANGE:
+                pull(index)
             result.groups.append(group)
             result.boundaries.append((index, reason))
         group = [index]

@@ -276,6 +276,26 @@ def test_a_fault_in_a_fused_kernel_loses_only_the_faulting_call():
             np.asarray(lost)
 
 
+def test_a_fault_writing_one_column_loses_that_column_only():
+    """Columns of a matrix interleave in memory: a failed call's poison is its column's elements, not the bytes
+    between them (a neighbour column reads fine), and a host overwrite of another column leaves it poisoned."""
+    pk.enable_fusion()
+    m = pk.View((N, 3))
+    m[:] = np.arange(3 * N, dtype=float).reshape(N, 3)
+    line = sys._getframe().f_lineno + 1
+    pk.parallel_for(N, w_div, x=m[:, 0], y=m[:, 1], d=0)
+    np.testing.assert_array_equal(np.asarray(m[:, 0]), 3.0 * np.arange(N))  # read by the failed call, not written
+    np.testing.assert_array_equal(np.asarray(m[:, 2]), 3.0 * np.arange(N) + 2.0)
+    right = m[:, 2]
+    right[:] = -1.0  # a full overwrite of the next column: its own elements only
+    with pytest.raises(pk.DeferredError, match=f"(?s)'w_div' called at {__file__}:{line}.*division by zero"):
+        np.asarray(m[:, 1])
+    np.testing.assert_array_equal(np.asarray(right), -np.ones(N))
+    middle = m[:, 1]
+    middle[:] = 4.0  # the lost column written whole: valid again
+    np.testing.assert_array_equal(np.asarray(m), np.stack([3.0 * np.arange(N), np.full(N, 4.0), -np.ones(N)], 1))
+
+
 def test_an_eager_call_on_lost_data_raises(broken):
     pk.enable_fusion()
     a, c, d = pk.View(N), pk.View(N), pk.View(N)

@@ -104,6 +104,41 @@ def test_groups_are_greedy_in_trace_order():
     assert groups(a, b, shift, after) == ([[0, 1], [2, 3]], [(2, Split.NOT_THREAD_LOCAL)])
 
 
+SMALL = ((0, 1),)  # a one-element range, as a class's own step in array code
+
+
+def test_a_group_takes_later_calls_that_pass_only_independent_ones():
+    """Two classes' steps interleaved: small step, pass over the samples that reads it, small step, pass: the small
+    steps form one group and the passes another, each pass after the step it reads."""
+    t0, big0 = node(1, WRITE_X, [("x", 0)], bounds=SMALL), node(2, READ_X_WRITE_Y, [("x", 0), ("y", 1)])
+    t1, big1 = node(1, WRITE_X, [("x", 2)], bounds=SMALL), node(2, READ_X_WRITE_Y, [("x", 2), ("y", 3)])
+    assert groups(t0, big0, t1, big1) == ([[0, 2], [1, 3]], [(1, Split.RANGE)])
+
+
+@pytest.mark.parametrize("later, why", [
+    (node(1, READ_X_WRITE_Y, [("x", 1), ("y", 2)], bounds=SMALL), "reads what the call it would pass writes"),
+    (node(1, WRITE_X, [("x", 0)], bounds=SMALL), "writes what the call it would pass reads"),
+    (node(1, READ_X_WRITE_Y, [("x", 3), ("y", 1)], bounds=SMALL), "writes what the call it would pass writes"),
+    (node(1, READ_X_WRITE_Y, [("x", 3), ("y", 4)], bounds=SMALL, producers=(1,)), "takes its Future"),
+])
+def test_a_later_call_never_passes_one_it_depends_on(later, why):
+    small, (big, pattern) = node(1, WRITE_X, [("x", 0)], bounds=SMALL), node(2, READ_X_WRITE_Y, [("x", 0), ("y", 1)])
+    big = big._replace(op="reduce"), pattern  # (a reduction: no horizontal part, so only the pull could move it)
+    assert groups(small, big, later)[0] == [[0], [1], [2]], why
+
+
+def test_nothing_passes_a_call_whose_memory_is_unknown_and_the_look_ahead_is_bounded():
+    from kfuse.fuser.planner import LOOKAHEAD
+
+    small = node(1, WRITE_X, [("x", 0)], bounds=SMALL)
+    later = node(1, WRITE_X, [("x", 9)], bounds=SMALL)
+    assert groups(small, node(4, SCAN, []), later)[0] == [[0], [1], [2]]
+    fillers = [(n._replace(op="reduce"), p) for n, p in (node(2, READ_X_WRITE_Y, [("x", 10 + k), ("y", 100 + k)])
+                                                          for k in range(LOOKAHEAD))]  # (no horizontal parts)
+    found = groups(small, *fillers, later)[0]
+    assert found[0] == [0] and [LOOKAHEAD + 1] in found  # out of sight: not taken
+
+
 def test_equal_graphs_are_one_plan_cache_entry():
     """Graphs hold no addresses: the same partition over new arrays is the same key."""
     one = Graph((node(1, WRITE_X, [("x", 0)])[0],), frozenset({(0, 0)}), (WRITE_X,))
@@ -178,6 +213,19 @@ def test_a_reduction_consumer_splits_from_its_producer():
     assert got == [[0], [1]] and kinds == [Split.CONSUMER]
 
 
+def test_writes_to_different_columns_of_a_matrix_fuse():
+    """Columns are interleaved in memory but share no element: the graph knows (views.lattice), so calls writing
+    them over the same rows fuse; a call over the whole matrix still splits from them."""
+    pk.enable_fusion()
+    x, m = pk.View(N), pk.View((N, 3))
+    for column in range(3):
+        pk.parallel_for(N, s_scale, x=x, y=m[:, column])
+    pk.parallel_for(N, s_scale, x=m[:, 1], y=x)  # reads a column: thread-local, the same storage
+    pk.parallel_for(N, s_neighbours, x=x, y=m.subview(slice(None), 0))
+    got, kinds, _ = flush()
+    assert got[0] == [0, 1, 2, 3], got
+
+
 def test_the_graph_of_calls_numbers_storages_by_first_use():
     x, y = pk.View(N), pk.View(N)
     half = x.subview(slice(0, N // 2))
@@ -215,15 +263,49 @@ def test_a_graph_overlap_is_the_byte_ranges_intersecting_wherever_the_arrays_lie
     or with an unrelated cluster moved past the others, gives an equal graph (so the plan cache hits)."""
     from kfuse.fuser.graph import _ranks
 
-    graph = Graph((), extents=_ranks(memory))
+    contiguous = [(1, 1)] * len(memory)  # (step, element size) of byte arrays
+    graph = Graph((), extents=_ranks(memory, contiguous))
     for a, (lo, hi) in enumerate(memory):
         for b, (lo2, hi2) in enumerate(memory):
             assert graph.overlap(a, b) == (lo < hi2 and lo2 < hi and lo < hi and lo2 < hi2)
-    assert _ranks([(lo + shift, hi + shift) for lo, hi in memory]) == graph.extents
+    assert _ranks([(lo + shift, hi + shift) for lo, hi in memory], contiguous) == graph.extents
+
+
+_strided = st.tuples(st.integers(0, 40), st.integers(0, 6), st.sampled_from([1, 2, 3, 4, 6, 8]),
+                     st.sampled_from([4, 8]))  # (first byte, elements, stride in elements, element size)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(views=st.lists(_strided, max_size=8), shift=st.integers(1, 1000))
+def test_interleaved_views_overlap_only_where_their_elements_share_a_byte(views, shift):
+    """Strided Views over one buffer (columns of a matrix, every other element): graph.overlap holds wherever some
+    byte lies in an element of both, and, between Views of one step, only there; moving the layout keeps the
+    graph."""
+    from kfuse.fuser.graph import _ranks
+
+    def layout(at):
+        memory = [(at + first, at + first + ((n - 1) * stride + 1) * size if n else at + first)
+                  for first, n, stride, size in views]
+        lattices = [((stride if n > 1 else 1) * size, size) for _, n, stride, size in views]
+        return memory, lattices
+
+    memory, lattices = layout(0)
+    graph = Graph((), extents=_ranks(memory, lattices))
+    owned = [{first + k * stride * size + b for k in range(n) for b in range(size)}
+             for first, n, stride, size in views]
+    for a in range(len(views)):
+        for b in range(len(views)):
+            shared = bool(owned[a] & owned[b])
+            if shared or lattices[a][0] == lattices[b][0]:
+                assert graph.overlap(a, b) == shared, (views[a], views[b])
+    assert _ranks(*layout(shift)) == graph.extents
 
 
 def test_unrelated_arrays_in_either_order_in_memory_give_equal_graphs():
     from kfuse.fuser.graph import _ranks
 
-    assert _ranks([(0, 8), (100, 108), (104, 120)]) == _ranks([(200, 208), (0, 8), (4, 20)])
-    assert _ranks([(0, 8), (4, 12)]) != _ranks([(0, 8), (8, 12)])  # overlapping or merely adjacent: not equal
+    def ranks(memory):
+        return _ranks(memory, [(1, 1)] * len(memory))
+
+    assert ranks([(0, 8), (100, 108), (104, 120)]) == ranks([(200, 208), (0, 8), (4, 20)])
+    assert ranks([(0, 8), (4, 12)]) != ranks([(0, 8), (8, 12)])  # overlapping or merely adjacent: not equal

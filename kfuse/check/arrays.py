@@ -1,6 +1,7 @@
 """The named arrays programs work on, and a model of which memory each name covers.
 
-Aliasing is part of the fixture: ``lo``/``hi`` are halves of ``a``; ``d`` and ``d2`` are two
+Aliasing is part of the fixture: ``lo``/``hi`` are halves of ``a``; ``m0``/``m1`` are columns 0 and 1 of ``M``
+(interleaved in memory, no element shared); ``d`` and ``d2`` are two
 ``pk.array`` Views over the NumPy array ``buf``, which kernels may also receive directly and the host
 reads and writes with plain NumPy (no kfuse barrier sees that); ``raw`` is a NumPy array only ever
 passed to kernels as it is. ``f32``/``i32``/``i64``/``flag`` are Views of the other dtypes. A kept
@@ -21,12 +22,15 @@ N = 32  # length of the 1-D arrays
 K = 4  # columns of the 2-D array M (rows: N)
 
 #: 1-D float64 arrays a kernel's ``f64`` parameter may take
-ONE_D = ("a", "b", "c", "lo", "hi", "d", "d2", "buf", "raw")
+ONE_D = ("a", "b", "c", "lo", "hi", "d", "d2", "buf", "raw", "m0", "m1")
+#: the columns of ``M`` among them: a kernel that also takes ``M`` never gets one (it may read any row of one)
+COLUMNS = ("m0", "m1")
 #: arrays sharing memory (a kernel must not read a neighbour of an element another thread writes)
-GROUPS = {"a": "a", "lo": "a", "hi": "a", "d": "d", "d2": "d", "buf": "d", "b": "b", "c": "c", "raw": "raw"}
+GROUPS = {"a": "a", "lo": "a", "hi": "a", "d": "d", "d2": "d", "buf": "d", "b": "b", "c": "c", "raw": "raw",
+          "m0": "M", "m1": "M"}
 TYPED = ("f32", "i32", "i64", "flag")
 #: names the host reads and writes (kept aliases ``@name`` come on top)
-HOST_NAMES = ("a", "b", "c", "lo", "hi", "d", "d2", "M", "buf", "raw", *TYPED)
+HOST_NAMES = ("a", "b", "c", "lo", "hi", "d", "d2", "M", "buf", "raw", "m0", "m1", *TYPED)
 REALLOCATABLE = ("a", "b", "c", "M", "raw", *TYPED)
 EXPORTABLE = ("a", "b", "c", "lo", "hi", "d", "M", *TYPED)
 
@@ -53,7 +57,8 @@ def make_arrays() -> dict:
     m = pk.View((N, K))
     m[:] = np.arange(N * K).reshape(N, K) / (N * K)
     arrays = {"a": a, "b": b, "c": c, "lo": a.subview(slice(0, N // 2)), "hi": a.subview(slice(N // 2, N)),
-              "buf": buf, "d": pk.array(buf), "d2": pk.array(buf), "M": m, "raw": np.exp(-np.arange(N) / 9.0)}
+              "buf": buf, "d": pk.array(buf), "d2": pk.array(buf), "M": m, "raw": np.exp(-np.arange(N) / 9.0),
+              "m0": m[:, 0], "m1": m[:, 1]}
     arrays.update((name, _typed(name, fresh=False)) for name in TYPED)
     return arrays
 
@@ -76,16 +81,19 @@ def fresh(name: str):
 @dataclass(frozen=True)
 class Place:
     """Where a name's elements live: ``rows`` rows of ``width`` elements from element ``start`` of
-    ``storage`` (an allocation)."""
+    ``storage`` (an allocation), a row every ``stride`` elements (0: rows follow one another)."""
 
     storage: str
     start: int
     rows: int
     width: int = 1
+    stride: int = 0
 
-    def elements(self, rows: int | None = None) -> range:
+    def elements(self, rows: int | None = None) -> list:
         """The storage elements of the first ``rows`` rows (all by default)."""
-        return range(self.start, self.start + (self.rows if rows is None else rows) * self.width)
+        stride = self.stride or self.width
+        return [self.start + r * stride + k for r in range(self.rows if rows is None else rows)
+                for k in range(self.width)]
 
 
 class Memory:
@@ -96,7 +104,7 @@ class Memory:
         self.places = {"a": Place("a", 0, N), "lo": Place("a", 0, half), "hi": Place("a", half, half),
                        "b": Place("b", 0, N), "c": Place("c", 0, N), "raw": Place("raw", 0, N),
                        "d": Place("d", 0, N), "d2": Place("d", 0, N), "buf": Place("d", 0, N),
-                       "M": Place("M", 0, N, K)}
+                       "M": Place("M", 0, N, K), "m0": Place("M", 0, N, 1, K), "m1": Place("M", 1, N, 1, K)}
         self.places.update((name, Place(name, 0, N)) for name in TYPED)
         self._reallocs = 0
 
@@ -106,7 +114,7 @@ class Memory:
     def realloc(self, name: str) -> None:
         self._reallocs += 1
         old = self.places[name]
-        self.places[name] = Place(f"{name}#{self._reallocs}", 0, old.rows, old.width)
+        self.places[name] = Place(f"{name}#{self._reallocs}", 0, old.rows, old.width, old.stride)
 
     def export(self, name: str) -> None:
         self.places["@" + name] = self.places[name]

@@ -56,9 +56,16 @@ class FlushRecord:
             unstored = self.unstored.get(members[0])
             scratch = f"; {unstored} array(s) nothing reads afterwards never stored" if unstored else ""
             because = f"; {choice}" if choice else ""
-            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {members[0]}..{members[-1]}{scratch}{because}]")
+            lines.append(f"  group {g + 1}: {names}  [{kind}; calls {calls_text(members)}{scratch}{because}]")
         lines += [f"  ! {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def calls_text(members) -> str:
+    """"3..7" for a run of calls, "3, 4, 6" where a group took later calls ahead of others (fuser/planner.py)."""
+    if members[-1] - members[0] == len(members) - 1:
+        return f"{members[0]}..{members[-1]}"
+    return ", ".join(map(str, members))
 
 
 _HOW = {"replayed": " (replayed)", "cached": " (plan cached)", "": "",

@@ -16,7 +16,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..views import storage_key
+from ..views import apart, lattice, storage_key
 from .safety import pattern_of
 
 _uids = itertools.count(1)
@@ -44,7 +44,9 @@ class Graph:
     # Which storages share bytes, in one of two forms. ``overlaps`` (graphs written by hand in tests): the pairs
     # {(a, b), a <= b} ((a, a): not empty). ``extents`` (graphs of calls): per storage, its cluster of chained
     # byte ranges and the ranks of its first and past-the-end byte there (``_ranks``), so any pair's overlap follows
-    # and the graph stays linear in size when every storage overlaps every other (subviews of one array).
+    # and the graph stays linear in size when every storage overlaps every other (subviews of one array); then its
+    # lattice (views.lattice): byte step, element size and phase in the cluster, so two interleaved Views whose
+    # elements never share a byte (columns of one matrix) do not overlap.
     overlaps: frozenset = frozenset()
     # each node's safety analysis (fuser/safety.py); a function of its kernel number, so not part of the key
     patterns: tuple = field(default=(), compare=False, repr=False)
@@ -52,8 +54,8 @@ class Graph:
 
     def overlap(self, a: int, b: int) -> bool:
         if self.extents:
-            (ca, lo, hi), (cb, lo2, hi2) = self.extents[a], self.extents[b]
-            return ca == cb and lo < hi2 and lo2 < hi
+            (ca, lo, hi, step, size, phase), (cb, lo2, hi2, step2, size2, phase2) = self.extents[a], self.extents[b]
+            return ca == cb and lo < hi2 and lo2 < hi and not apart(phase2 - phase, (step, size), (step2, size2))
         return (min(a, b), max(a, b)) in self.overlaps
 
     def overlap_pairs(self) -> frozenset:
@@ -109,6 +111,7 @@ def of(calls) -> Graph:
     """The graph of ``calls`` (a partition, in trace order)."""
     storages: dict = {}
     memory = []  # per storage, in numbering order: its byte bounds
+    lattices = []  # and its (byte step, element size)
     position = {id(c): i for i, c in enumerate(calls)}
     nodes, patterns = [], []
     for call in calls:
@@ -122,6 +125,7 @@ def of(calls) -> Graph:
                 if storage is None:
                     storage = storages[key] = len(storages)
                     memory.append(value.bounds)
+                    lattices.append(lattice(value))
                 views.append((param, storage))
             elif param in pattern.offset_params:
                 offsets.append((param, None if value is None else int(value)))
@@ -130,14 +134,15 @@ def of(calls) -> Graph:
         nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers,
                           prepared.spec.op, size))
         patterns.append(pattern)
-    return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory))
+    return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory, lattices))
 
 
-def _ranks(memory: list) -> tuple:
-    """Each storage's byte bounds as (cluster, rank of lo, rank of hi): a cluster is a run of storages whose bounds
-    chain into each other (numbered by its first storage), ranks count among the cluster's own bounds. Storages
-    of different clusters never overlap, and within one the order of bounds decides every overlap, so the
-    overlaps are kept while addresses, and the order of unrelated arrays in memory, are not."""
+def _ranks(memory: list, lattices: list) -> tuple:
+    """Each storage's byte bounds as (cluster, rank of lo, rank of hi, step, element size, phase): a cluster is a
+    run of storages whose bounds chain into each other (numbered by its first storage), ranks count among the
+    cluster's own bounds, and the phase is its first byte's distance from the cluster's first byte modulo its step.
+    Storages of different clusters never overlap, and within one the order of bounds and the lattices decide every
+    overlap, so the overlaps are kept while addresses, and the order of unrelated arrays in memory, are not."""
     order = sorted((lo, hi, s) for s, (lo, hi) in enumerate(memory) if lo < hi)
     cluster_of, clusters, reach = {}, [], None
     for lo, hi, s in order:
@@ -151,5 +156,7 @@ def _ranks(memory: list) -> tuple:
     local = {}
     for members in clusters:
         rank = {b: r for r, b in enumerate(sorted({b for s in members for b in memory[s]}))}
-        local.update({s: (rank[memory[s][0]], rank[memory[s][1]]) for s in members})
-    return tuple((firsts[cluster_of[s]], *local[s]) if s in local else (s, 0, 0) for s in range(len(memory)))
+        start = min(memory[s][0] for s in members)
+        local.update({s: (rank[memory[s][0]], rank[memory[s][1]], *lattices[s],
+                          (memory[s][0] - start) % lattices[s][0]) for s in members})
+    return tuple((firsts[cluster_of[s]], *local[s]) if s in local else (s, 0, 0, 1, 1, 0) for s in range(len(memory)))

@@ -207,13 +207,19 @@ def plan(graph: Graph, max_group: int = MAX_GROUP) -> Plan:
 
 
 def vertical(graph: Graph, max_group: int = MAX_GROUP, checker: _Checker | None = None) -> Plan:
-    """Groups of calls over one range whose threads touch only their own elements, in trace order."""
+    """Groups of calls over one range whose threads touch only their own elements, in trace order, except that a
+    group about to end at a call over another range takes later calls that could join it and touch no memory the
+    calls they would pass touch (``_pull``)."""
     result = Plan()
     nodes = graph.nodes
     checker = checker or _Checker(graph)
     group: _Group | None = None
     index, count = 0, len(nodes)
+    pulled: set = set()  # calls an earlier group took
     while index < count:
+        if index in pulled:
+            index += 1
+            continue
         if group is not None:
             reason = start_reason(graph, group, index, checker)
             if reason is None and 0 < max_group and (max_group <= len(group.members)
@@ -231,6 +237,8 @@ def vertical(graph: Graph, max_group: int = MAX_GROUP, checker: _Checker | None 
                 group.add(index)
                 index += 1
                 continue
+            if reason.kind is Split.RANGE:
+                _pull(graph, checker, group, index, pulled, max_group)
             result.groups.append(group.members)
             result.boundaries.append((index, reason))
         group = _Group(checker, index)
@@ -238,6 +246,44 @@ def vertical(graph: Graph, max_group: int = MAX_GROUP, checker: _Checker | None 
     if group is not None:
         result.groups.append(group.members)
     return result
+
+
+LOOKAHEAD = 32  # later calls a group about to end looks at (``_pull``)
+
+
+def _pull(graph: Graph, checker: _Checker, group: _Group, stop: int, pulled: set, max_group: int) -> None:
+    """Before ``group`` ends at call ``stop``, over another range: add to it the calls of the next ``LOOKAHEAD`` that
+    could join it
+    (``start_reason``) and that neither take a Future of, nor touch memory written by or write memory touched by,
+    a call they would now run before (one left behind, from ``stop`` on). Running such a call earlier changes
+    nothing it or they compute (nor what a failure of either loses), and it lets interleaved independent work fuse:
+    GaussianNB's per-class statements (a 1-element log and row sum, then a pass over the samples, per class) become
+    one kernel of the small steps and one of the passes. Only where the group ends at another range: a group ended
+    by a dependence (a time step's stencil) stays the step it is, so a time-step loop repeats one group (its kernel
+    built once) rather than groups each holding a different part of the next step."""
+    passed: list = []  # (index, storages touched, storages written) of the calls left behind
+    overlap = graph.overlap
+    for j in range(stop, min(len(graph.nodes), stop + LOOKAHEAD)):
+        if j in pulled:
+            continue
+        found = checker.storages(j)
+        if j != stop and found is not None and not group.whole and _room(graph, group, j, max_group) \
+                and not any(k in graph.nodes[j].producers for k, _, _ in passed) \
+                and not any(overlap(w, t) for _, touched, written in passed for w in written for t in found[0]) \
+                and not any(overlap(t, w) for _, touched, _ in passed for t in touched for w in found[1]) \
+                and start_reason(graph, group, j, checker) is None:
+            group.add(j)
+            pulled.add(j)
+            continue
+        if found is None:
+            return  # memory it may touch is unknown: nothing passes it
+        passed.append((j, *found))
+
+
+def _room(graph: Graph, group: _Group, index: int, max_group: int) -> bool:
+    """Whether call ``index`` fits ``group`` under the group bound (calls and code)."""
+    return max_group <= 0 or len(group.members) < max_group and \
+        group.code + graph.nodes[index].size <= max_group * CODE_PER_CALL
 
 
 def reuse(graph: Graph, plan: Plan) -> Plan:

@@ -11,8 +11,9 @@ value, ``pk.fence()`` and interpreter exit raise (or report) a ``DeferredError``
 call's workunit, call site and error. A full host overwrite (``view.fill(x)``, ``view[...] = x``)
 makes poisoned bytes valid again.
 
-Poison is keyed by byte ranges (like the trace), and each entry lives only while the memory it names
-does (a weak reference to the memory's owner), so a new array reusing freed memory is never poisoned.
+Poison is keyed by byte ranges (like the trace) and the lattice of the View written (views.lattice: a column
+of a matrix poisons its own elements, not its neighbours' between them), and each entry lives only while the memory
+it names does (a weak reference to the memory's owner), so a new array reusing freed memory is never poisoned.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import weakref
 import numpy as np
 
 from ..errors import DeferredError, KernelFault
+from ..views import apart, lattice, storage_key
 
 
 class Failure:
@@ -93,7 +95,8 @@ def _ref(obj):
 
 class Failures:
     def __init__(self):
-        self.lost: list = []  # (lo, hi, Failure, owner ref); a plain list, so "anything lost?" costs nothing
+        # (lo, hi, Failure, owner ref, lattice, storage key); a plain list, so "anything lost?" costs nothing
+        self.lost: list = []
         self._failures: list = []  # every root failure not yet reported to the program
 
     def __bool__(self) -> bool:
@@ -115,7 +118,7 @@ class Failures:
         for (name, t), arg in zip(call.prepared.spec.params, call.args):
             if t.is_view and access[name].write and arg.bounds[0] < arg.bounds[1]:
                 owner = arg.owner if hasattr(arg, "owner") else _owner(arg._array)
-                self.lost.append((*arg.bounds, failure, _ref(owner)))
+                self.lost.append((*arg.bounds, failure, _ref(owner), lattice(arg), storage_key(arg)))
         if call.result is not None:
             call.result.set_error(failure)
 
@@ -126,10 +129,14 @@ class Failures:
             self.lost = [p for p in self.lost if p[3]() is not None]
         return self.lost
 
-    def at(self, lo: int, hi: int) -> Failure | None:
-        """The failure that poisoned any of the bytes [lo, hi), if one did."""
-        for plo, phi, failure, _ in self._live():
-            if plo < hi and lo < phi:
+    def at(self, view) -> Failure | None:
+        """The failure that poisoned any byte of ``view``, if one did."""
+        lo, hi = view.bounds
+        if lo >= hi:
+            return None
+        mine = lattice(view)
+        for plo, phi, failure, _, poisoned, _ in self._live():
+            if plo < hi and lo < phi and not apart(lo - plo, poisoned, mine):
                 return failure
         return None
 
@@ -143,7 +150,7 @@ class Failures:
         access = call.prepared.access
         for (name, t), arg in zip(call.prepared.spec.params, call.args):
             if t.is_view and access[name].read:
-                found = self.at(*arg.bounds)
+                found = self.at(arg)
                 if found is not None:
                     return found
         return None
@@ -156,8 +163,17 @@ class Failures:
         self._failures = [f for f in self._failures if f is not failure]
 
     def clear(self, lo: int, hi: int) -> None:
-        """The host overwrote [lo, hi) entirely: entries inside it are gone, entries around it stay."""
+        """The memory [lo, hi) is an allocation handed out anew: entries inside it are gone, entries around it
+        stay."""
         self.lost = [p for p in self._live() if not (lo <= p[0] and p[1] <= hi)]
+
+    def overwritten(self, view) -> None:
+        """The host overwrote every element of ``view``: entries whose bytes it covers are gone (inside its span
+        where it is one contiguous block of bytes, else those of exactly its elements), others stay."""
+        lo, hi = view.bounds
+        whole = view.storage == "right"  # (C-contiguous: its bytes are its whole span)
+        key = storage_key(view)
+        self.lost = [p for p in self._live() if not (whole and lo <= p[0] and p[1] <= hi or p[5] == key)]
 
     # --- reporting ----------------------------------------------------------------------------
     def unreported(self) -> list:
