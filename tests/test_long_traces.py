@@ -54,7 +54,8 @@ def _graph(spec: list, overlaps=()) -> Graph:
 def _reference(graph: Graph) -> planner.Plan:
     """The planner's rule written plainly: a newcomer is checked against every member of the group, in order; a
     group about to end at another range takes the later calls (``LOOKAHEAD``) that could join it and depend on none
-    of the calls they would pass, each checked against every one of those."""
+    of the calls they would pass (``MOST_PASSED``), each checked against every one of those, until ``MOST_REFUSED``
+    calls over its range could not join."""
     result, group, taken = planner.Plan(), [], set()
     nodes = graph.nodes
 
@@ -82,17 +83,23 @@ def _reference(graph: Graph) -> planner.Plan:
             any(graph.overlap(t, w) for t in touches(k, False) for w in touches(j, True))
 
     def pull(stop):
-        passed = []
+        if any(graph.patterns[i].refuse for i in group):
+            return
+        passed, refused = [], 0
         for j in range(stop, min(len(nodes), stop + planner.LOOKAHEAD)):
             if j in taken:
                 continue
-            refused = graph.patterns[j].refuse
-            if j != stop and not refused and not any(graph.patterns[i].refuse for i in group) \
-                    and not any(depends(j, k) for k in passed) and join_reason(j) is None:
-                group.append(j)
-                taken.add(j)
-                continue
-            if refused:
+            if graph.patterns[j].refuse:
+                return
+            if j != stop and (nodes[j].policy, nodes[j].bounds) == (nodes[group[0]].policy, nodes[group[0]].bounds):
+                if not any(depends(j, k) for k in passed) and join_reason(j) is None:
+                    group.append(j)
+                    taken.add(j)
+                    continue
+                refused += 1
+                if refused == planner.MOST_REFUSED:
+                    return
+            if len(passed) == planner.MOST_PASSED:
                 return
             passed.append(j)
 

@@ -72,6 +72,7 @@ class _Checker:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.memo: dict = {}
+        self.found: dict = {}  # call -> ``storages``'s answer (asked again by each group that looks ahead past it)
 
     def pair(self, first: int, second: int) -> Reason | None:
         nodes = self.graph.nodes
@@ -84,11 +85,18 @@ class _Checker:
 
     def storages(self, index: int) -> tuple:
         """(storages call ``index`` touches, those it writes); None if its kernel cannot fuse at all."""
+        try:
+            return self.found[index]
+        except KeyError:
+            pass
         pattern = self.graph.patterns[index]
         if pattern.refuse:
-            return None
-        views = self.graph.nodes[index].views
-        return [s for _, s in views], [s for p, s in views if pattern.params[p].write]
+            found = None
+        else:
+            views = self.graph.nodes[index].views
+            found = [s for _, s in views], [s for p, s in views if pattern.params[p].write]
+        self.found[index] = found
+        return found
 
 
 class _Group:
@@ -249,34 +257,46 @@ def vertical(graph: Graph, max_group: int = MAX_GROUP, checker: _Checker | None 
 
 
 LOOKAHEAD = 32  # later calls a group about to end looks at (``_pull``)
+MOST_PASSED = 8  # calls a pulled call may pass: each passed call costs every later candidate a check
+MOST_REFUSED = 2  # calls over the group's range that could not be pulled before the look ahead gives up
 
 
 def _pull(graph: Graph, checker: _Checker, group: _Group, stop: int, pulled: set, max_group: int) -> None:
     """Before ``group`` ends at call ``stop``, over another range: add to it the calls of the next ``LOOKAHEAD`` that
-    could join it
-    (``start_reason``) and that neither take a Future of, nor touch memory written by or write memory touched by,
-    a call they would now run before (one left behind, from ``stop`` on). Running such a call earlier changes
-    nothing it or they compute (nor what a failure of either loses), and it lets interleaved independent work fuse:
-    GaussianNB's per-class statements (a 1-element log and row sum, then a pass over the samples, per class) become
-    one kernel of the small steps and one of the passes. Only where the group ends at another range: a group ended
-    by a dependence (a time step's stencil) stays the step it is, so a time-step loop repeats one group (its kernel
-    built once) rather than groups each holding a different part of the next step."""
+    could join it (``start_reason``) and that neither take a Future of, nor touch memory written by or write memory
+    touched by, a call they would now run before (one left behind, from ``stop`` on; at most ``MOST_PASSED``, and
+    it gives up at the ``MOST_REFUSED``-th call over the group's range it cannot take).
+    Running such a call earlier changes nothing it or they compute (nor what a failure of either loses), and it lets
+    interleaved independent work fuse: GaussianNB's per-class statements (a 1-element log and row sum, then a pass
+    over the samples, per class) become one kernel of the small steps and one of the passes. Only where the group
+    ends at another range: a group ended by a dependence (a time step's stencil) stays the step it is, so a
+    time-step loop repeats one group (its kernel built once) rather than groups each holding a different part of the
+    next step."""
+    if group.whole:
+        return
+    nodes, overlap = graph.nodes, graph.overlap
+    first = nodes[group.members[0]]
     passed: list = []  # (index, storages touched, storages written) of the calls left behind
-    overlap = graph.overlap
-    for j in range(stop, min(len(graph.nodes), stop + LOOKAHEAD)):
+    refused = 0
+    for j in range(stop, min(len(nodes), stop + LOOKAHEAD)):
         if j in pulled:
             continue
-        found = checker.storages(j)
-        if j != stop and found is not None and not group.whole and _room(graph, group, j, max_group) \
-                and not any(k in graph.nodes[j].producers for k, _, _ in passed) \
-                and not any(overlap(w, t) for _, touched, written in passed for w in written for t in found[0]) \
-                and not any(overlap(t, w) for _, touched, _ in passed for t in touched for w in found[1]) \
-                and start_reason(graph, group, j, checker) is None:
-            group.add(j)
-            pulled.add(j)
-            continue
+        node, found = nodes[j], checker.storages(j)
         if found is None:
             return  # memory it may touch is unknown: nothing passes it
+        if j != stop and node.policy == first.policy and node.bounds == first.bounds and node.space == first.space:
+            if _room(graph, group, j, max_group) and not any(k in node.producers for k, _, _ in passed) \
+                    and not any(overlap(w, t) for _, _, written in passed for w in written for t in found[0]) \
+                    and not any(overlap(t, w) for _, touched, _ in passed for t in touched for w in found[1]) \
+                    and start_reason(graph, group, j, checker) is None:
+                group.add(j)
+                pulled.add(j)
+                continue
+            refused += 1
+            if refused == MOST_REFUSED:
+                return  # (a chain of steps that each need the last: looking further costs, and finds nothing)
+        if len(passed) == MOST_PASSED:
+            return
         passed.append((j, *found))
 
 
