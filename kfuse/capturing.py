@@ -10,11 +10,11 @@ says it repeats), though each group is still timed fused and apart (KFUSE_PROFIT
 than running the group's calls apart. It keeps the same contract as they do: **the
 function's kernel calls depend only on its arguments** -- the Views it is given (by identity) and its scalar
 arguments (by value) -- not on globals that change, data it reads on the host or the time. Its Python runs until its
-calls make a kept flush of their own whose way of running is decided (rerun fused or untraced, fuser/profit.py), or
-a flush of one kernel call (its array operations make one, say); from then on a call with the same arguments
-launches that flush's kernels at once (its kept launches, even where its trial decided it untraced: that decision
-weighed comparing each call, which a replay does not do), with no Python of the function run. While its Python runs,
-every call it makes goes to the trace (none runs untraced, by its streak or a kept flush's repetition,
+calls make a kept flush of their own whose groups are decided (fused or apart, fuser/profit.py), or a flush of one
+kernel call (its array operations make one, say); from then on a call with the same arguments launches that flush's
+kernels at once (its kept launches, whether its timing against running untraced is still open or chose untraced:
+that weighs comparing each call, which a replay does not do), with no Python of the function run. While its Python
+runs, every call it makes goes to the trace (none runs untraced, by its streak or a kept flush's repetition,
 kfuse/untraced.py) and its array operations are logged as kernel calls (when it returns, or when a group of them
 closes: none runs at once). What is checked, so that a replay is what running the function would compute:
 
