@@ -189,24 +189,29 @@ def compile_ahead(rt, scheduled, calls: list, names: frozenset, scratch: dict, c
     ``choices``: group number -> its profit.Choice (a group run apart needs its members' kernels instead).
 
     Only a head start: a group whose arguments are still pending Futures is left out, and anything failing
-    here is ignored, so the group's own run raises it where it belongs (and names the culprit)."""
-    wanted = []
+    here is ignored, so the group's own run raises it where it belongs (and names the culprit). Each backend gets
+    its own kernels (a partition may mix them: calls in the Debug space run on the interpreter)."""
+    wanted: dict = {}  # backend -> the renderings it will load
     for number, indices in enumerate(scheduled.plan.groups):
         group = [calls[i] for i in indices]
         if any(c.futures for c in group) or any(rt.failures.blocking(c) for c in group):
             continue
         try:
+            backend = group[0].prepared.backend
             if len(group) > 1 and choices.get(number, profit.FUSED).fused:
-                key = fused_key(scheduled.keys[number], group[0].prepared.backend, names,
-                                scratch.get(number, frozenset()))
+                key = fused_key(scheduled.keys[number], backend, names, scratch.get(number, frozenset()))
                 if key not in rt.fused:
-                    wanted.append(rendered_group(rt, key, group, tuple(a for c in group for a in c.args))[0])
+                    rendered = rendered_group(rt, key, group, tuple(a for c in group for a in c.args))[0]
+                    wanted.setdefault(backend, []).append(rendered)
                 continue
-            wanted += [rendered_call(p) for p in _specialisations(group) if p.kernel is None]
+            for p in _specialisations(group):
+                if p.kernel is None:
+                    wanted.setdefault(p.backend, []).append(rendered_call(p))
         except KfuseError:
             continue
-    if len(wanted) > 1:
-        calls[0].prepared.backend.compile_ahead(wanted)
+    for backend, rendered in wanted.items():
+        if len(rendered) > 1:
+            backend.compile_ahead(rendered)
 
 
 # --- profitability (fuser/profit.py) ----------------------------------------------------------

@@ -135,3 +135,27 @@ def shout(i, x):
 def test_debug_printf(capsys):
     pk.parallel_for(pk.RangePolicy(DEBUG, 0, 2), shout, x=np.array([0.5, 1.25]))
     assert capsys.readouterr().out == "item 0 is 0.5 (0)\nitem 1 is 1.2 (2)\n"
+
+
+@pk.workunit
+def debug_twice(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = 2.0 * x[i]
+
+
+@pk.workunit
+def debug_shift(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = x[i] + 1.0
+
+
+def test_a_flush_mixing_debug_and_compiled_calls_builds_each_on_its_own_backend():
+    """One partition of calls on two backends (kfuse/pipeline.py compile_ahead hands each backend its own kernels:
+    the compiled backend was once given the Debug space's too, and failed on them)."""
+    n = 12
+    x, y, z, w = pk.View(n), pk.View(n), pk.View(n), pk.View(n)
+    x[:] = np.arange(n, dtype=float)
+    with pk.fusion():
+        pk.parallel_for(pk.RangePolicy(0, n), debug_twice, x=x, y=y)
+        pk.parallel_for(pk.RangePolicy(DEBUG, 0, n), debug_shift, x=y, y=z)
+        pk.parallel_for(pk.RangePolicy(0, n - 1), debug_shift, x=z, y=w)
+        got = np.asarray(w).copy()
+    np.testing.assert_array_equal(got[:-1], 2.0 * np.arange(n - 1) + 2.0)
