@@ -274,9 +274,9 @@ def _pull(graph: Graph, checker: _Checker, group: _Group, stop: int, pulled: set
     next step."""
     if group.whole:
         return
-    nodes, overlap = graph.nodes, graph.overlap
+    nodes = graph.nodes
     first = nodes[group.members[0]]
-    passed: list = []  # (index, storages touched, storages written) of the calls left behind
+    passed, touched, written = set(), [], []  # the calls left behind, and the storages they touch and write
     refused = 0
     for j in range(stop, min(len(nodes), stop + LOOKAHEAD)):
         if j in pulled:
@@ -285,9 +285,8 @@ def _pull(graph: Graph, checker: _Checker, group: _Group, stop: int, pulled: set
         if found is None:
             return  # memory it may touch is unknown: nothing passes it
         if j != stop and node.policy == first.policy and node.bounds == first.bounds and node.space == first.space:
-            if _room(graph, group, j, max_group) and not any(k in node.producers for k, _, _ in passed) \
-                    and not any(overlap(w, t) for _, _, written in passed for w in written for t in found[0]) \
-                    and not any(overlap(t, w) for _, touched, _ in passed for t in touched for w in found[1]) \
+            if _room(graph, group, j, max_group) and passed.isdisjoint(node.producers) \
+                    and not _conflict(graph, touched, written, *found) \
                     and start_reason(graph, group, j, checker) is None:
                 group.add(j)
                 pulled.add(j)
@@ -297,7 +296,9 @@ def _pull(graph: Graph, checker: _Checker, group: _Group, stop: int, pulled: set
                 return  # (a chain of steps that each need the last: looking further costs, and finds nothing)
         if len(passed) == MOST_PASSED:
             return
-        passed.append((j, *found))
+        passed.add(j)
+        touched += found[0]
+        written += found[1]
 
 
 def _room(graph: Graph, group: _Group, index: int, max_group: int) -> bool:
