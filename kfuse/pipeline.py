@@ -233,9 +233,10 @@ def choose(rt, scheduled, number: int, key: tuple, group: list, args: tuple, scr
         entry.looked_up = True
         _recall(entry, key, group, sizes)
     if rt.compiling_up_front:  # a captured function's flush (kfuse/capturing.py): its compile is not weighed
-        return profit.choose(entry, mode, config.PROFIT_TRIALS.get(), lambda runs: (True, UP_FRONT))
-    return profit.choose(entry, mode, config.PROFIT_TRIALS.get(),
-                         lambda runs: cost.judge(_estimate(rt, entry, key, group, args, scratch), runs))
+        judge = lambda runs: (True, UP_FRONT)  # noqa: E731
+    else:
+        judge = lambda runs: cost.judge(_estimate(rt, entry, key, group, args, scratch), runs)  # noqa: E731
+    return profit.choose(entry, mode, config.PROFIT_TRIALS.get(), judge)
 
 
 def _recall(entry, key: tuple, group: list, sizes: tuple) -> None:
