@@ -1,7 +1,7 @@
-"""Where the peers bench's workloads spend their time in kfuse (kfuse/bench/peers.py): per workload, eager and fused
-(settled), the run's wall time, its kernels' C++-timed seconds (launch and fence), launches, and the copies between
-host and device from ``pk.stats()``; medians, with the kernels that took longest. The rest of the wall time is
-Python. On a GPU this is the first thing to run before changing anything.
+"""Where the peers bench's workloads spend their time in kfuse (kfuse/bench/peers.py): per workload, eager, fused
+(settled) and captured (``pk.capture``), the run's wall time, its kernels' C++-timed seconds (launch and fence),
+launches, and the copies between host and device from ``pk.stats()``; medians, with the kernels that took longest.
+The rest of the wall time is Python. On a GPU this is the first thing to run before changing anything.
 
     KFUSE_DEFAULT_SPACE=Cuda python benchmarks/bench_peer_parts.py [--workloads nstream,gaussian] [--repeats 7]
 """
@@ -61,9 +61,10 @@ def main() -> None:
     sizes = peers.SIZES["gpu" if spaces.on_device(space) else "host"]
     print(f"space {space}; sizes {sizes}")
     for name in args.workloads.split(","):
-        go, *_ = peers.WORKLOADS[name][0](sizes[name])
-        for fused in (False, True):
-            print(f"{name:12} {'fused' if fused else 'eager'}  {parts(go, fused, args.repeats)}", flush=True)
+        go, _, go_captured = peers.WORKLOADS[name][0](sizes[name])
+        for mode, run, fused in (("eager", go, False), ("fused", go, True), ("captured", go_captured, True)):
+            if run is not None:
+                print(f"{name:12} {mode:8}  {parts(run, fused, args.repeats)}", flush=True)
 
 
 if __name__ == "__main__":
