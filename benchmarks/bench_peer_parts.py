@@ -8,7 +8,6 @@ The rest of the wall time is Python. On a GPU this is the first thing to run bef
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path

@@ -22,15 +22,12 @@ from ..types import DType
 from .cxx_names import cpp_type, ident, view_type
 from .printer import BodyPrinter, Unit
 
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 #: Spaces whose ``parallel_for`` kernels without checked operations or printf also get ``kfuse_launch_queued``: the
 #: launch without its fence, for replays that wait for the device once at the end (kfuse/runtime/launch.py).
 QUEUED_SPACES = frozenset({"Cuda", "HIP"})
-#: Spaces whose rank-1 range reductions of several sums run in lanes (``_in_lanes``).
-LANE_SPACES = frozenset({"Cuda", "HIP"})
-#: A lane sums at most this many elements, and takes more than one only where lanes would exceed 2**20 (enough
-#: threads to keep a GPU's memory busy).
-_MOST_PER_LANE, _LANES_BEFORE_SHARING = 16, 20
+#: Spaces whose rank-1 range reductions run in blocks of the prelude's ``kf_reduce_in_blocks`` (``_in_blocks``).
+BLOCK_SPACES = frozenset({"Cuda"})
 _SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
            "Cuda": ("Kokkos::Cuda", "Kokkos::CudaSpace"), "HIP": ("Kokkos::Experimental::HIP",
                                                                  "Kokkos::Experimental::HIPSpace")}
@@ -96,24 +93,20 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         body_lines.insert(0, f"    KfScratch kf_scratch = kf_scratch_start(kf_scratch_bytes, "
                              f"{ident(index_names[0])}.team_size());")
 
-    lanes = _in_lanes(spec)
+    blocks = _in_blocks(spec)
     if spec.policy == "team":
         sig = [f"const member_type& {ident(index_names[0])}"]
-    elif lanes:
-        sig = ["const int64_t kf_lane"]
-        members += ["  int64_t kf_first;", "  int64_t kf_end;", "  int64_t kf_lanes;"]
     else:
         sig = [f"const int64_t {ident(n)}" for n in index_names]
     preamble = []
     value_type = ""
-    sums = "kf_local" if lanes else "kf_acc"  # what the body's accumulators are bound to
     if spec.op == "reduce" and len(spec.accs) == 1:  # a scalar sum: Kokkos's own reducer (on GPUs, warp shuffles)
         sig.append("value_type& kf_acc")
-        preamble = [f"    {spec.accs[0].cpp}& {ident(acc_names[0])} = {sums};"]
+        preamble = [f"    {spec.accs[0].cpp}& {ident(acc_names[0])} = kf_acc;"]
         value_type = f"  using value_type = {spec.accs[0].cpp};\n"
     elif spec.op == "reduce":
         sig.append("value_type& kf_acc")
-        preamble = [f"    {d.cpp}& {ident(n)} = {sums}.a{i};" for i, (n, d) in enumerate(zip(acc_names, spec.accs))]
+        preamble = [f"    {d.cpp}& {ident(n)} = kf_acc.a{i};" for i, (n, d) in enumerate(zip(acc_names, spec.accs))]
         fields = " ".join(f"{d.cpp} a{i};" for i, d in enumerate(spec.accs))
         inits = " ".join(f"v.a{i} = {d.cpp}();" for i, d in enumerate(spec.accs))
         joins = " ".join(f"dst.a{i} += src.a{i};" for i in range(len(spec.accs)))
@@ -132,8 +125,8 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     body_function = []
     if in_function:
         body_function, body_lines = _body_function(spec, sig, index_names, acc_names, unit.restrict, body_lines)
-    if lanes:
-        preamble, body_lines = _lane_loop(spec, ident(index_names[0]), preamble, body_lines)
+    if blocks:
+        value_type += _block_helpers(spec)
     functor = "\n".join([
         *body_function,
         "struct Functor {",
@@ -149,9 +142,6 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
 
     slots, unpack = _launch_slots(spec)
     policy = _policy_expr(spec)
-    if lanes:
-        unpack += _lane_count()
-        policy = "Kokkos::RangePolicy<KfExec, Kokkos::IndexType<int64_t>>(0, kf_f.kf_lanes)"
     checks = _team_size_guard(spec)
     if spec.policy == "team":  # built after the team size check: Kokkos aborts on a size it cannot run
         checks += [f"    const auto kf_policy = {policy};", *_scratch_guard()]
@@ -160,8 +150,9 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         launch = f'    Kokkos::parallel_for("{kernel_name}", {policy}, kf_f);'
         results = ""
     elif spec.op == "reduce":
-        launch = (f"    Functor::value_type kf_r{{}};\n"
-                  f'    Kokkos::parallel_reduce("{kernel_name}", {policy}, kf_f, kf_r);')
+        launch = ("    Functor::value_type kf_r{};\n" +
+                  ("    kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" if blocks else
+                   f'    Kokkos::parallel_reduce("{kernel_name}", {policy}, kf_f, kf_r);'))
         fields = ["kf_r"] if len(spec.accs) == 1 else [f"kf_r.a{i}" for i in range(len(spec.accs))]
         results = "".join(_store_result(f, d, i) for i, (f, d) in enumerate(zip(fields, spec.accs)))
     else:
@@ -221,36 +212,26 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     return GeneratedKernel(name=kernel_name, source=source, slot_format="".join(slots), result_format=result_format)
 
 
-def _in_lanes(spec: KernelSpec) -> bool:
-    """Whether the kernel is a rank-1 range reduction of several sums on a GPU, which runs in lanes: thread ``t``
-    sums elements ``first + t``, ``first + t + lanes``, ... into registers and adds that once to Kokkos's value
-    (neighbouring threads still read neighbouring elements). Kokkos's GPU reductions keep each thread's value in
-    shared memory and update it per element, which for a struct of sums took most of the kernel's time (on an
-    H200, BabelStream's ten fused dot products: 1.61 ms in Kokkos's form, 0.57 ms in lanes, 0.27 ms without
-    them). A single sum stays Kokkos's: in lanes it was slower (0.53 vs 0.31 ms; a warp-contiguous mapping 0.54
-    vs 0.48 ms for the Gaussian chain)."""
-    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and len(spec.accs) > 1 and \
-        spec.space in LANE_SPACES
+def _in_blocks(spec: KernelSpec) -> bool:
+    """Whether the kernel is a rank-1 range reduction on a CUDA device, launched by the prelude's
+    ``kf_reduce_in_blocks`` instead of ``Kokkos::parallel_reduce``: one wave of blocks striding over the range with
+    the sums in registers, then one block adding the blocks' partials. On an H200 (README, "GPU range
+    reductions") Kokkos's form took 0.48 ms for the Gaussian chain's sum and 0.53 ms for BabelStream's ten (its
+    per-thread value lives in shared memory); this shape, measured as plain CUDA, 0.39 and 0.29 ms."""
+    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in BLOCK_SPACES
 
 
-def _lane_loop(spec: KernelSpec, index: str, preamble: list, body_lines: list) -> tuple:
-    """The operator() of a kernel run in lanes: its accumulators bound to a local value, the body in a loop over
-    the lane's elements, then one join into Kokkos's value."""
-    local = ["    value_type kf_local;", "    init(kf_local);"]
-    join = [f"    kf_acc.a{i} += kf_local.a{i};" for i in range(len(spec.accs))]
-    loop = ["    for (int64_t kf_i = kf_first + kf_lane; kf_i < kf_end; kf_i += kf_lanes) {",
-            f"      const int64_t {index} = kf_i;", *("  " + line for line in body_lines), "    }"]
-    return [*local, *preamble], [*loop, *join]
-
-
-def _lane_count() -> list[str]:
-    """How many lanes a launch of ``[kf_b0, kf_e0)`` runs (``_in_lanes``)."""
-    return ["    const int64_t kf_n = kf_e0 > kf_b0 ? kf_e0 - kf_b0 : 0;",
-            f"    const int64_t kf_per_lane = std::min<int64_t>({_MOST_PER_LANE}, "
-            f"std::max<int64_t>(1, kf_n >> {_LANES_BEFORE_SHARING}));",
-            "    kf_f.kf_first = kf_b0;",
-            "    kf_f.kf_end = kf_e0;",
-            "    kf_f.kf_lanes = (kf_n + kf_per_lane - 1) / kf_per_lane;"]
+def _block_helpers(spec: KernelSpec) -> str:
+    """The functor's ``kf_shfl_down_all`` and ``kf_add``, which the prelude's block reduction moves and adds whole
+    values with (a scalar, or the struct of several sums)."""
+    if len(spec.accs) == 1:
+        moved, added = "kf_shfl_down(v, o)", "dst += src;"
+    else:
+        fields = [f"a{i}" for i in range(len(spec.accs))]
+        moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
+        added = " ".join(f"dst.{f} += src.{f};" for f in fields)
+    return (f"  static __device__ value_type kf_shfl_down_all(const value_type& v, int o) {{ return {moved}; }}\n"
+            f"  static __device__ void kf_add(value_type& dst, const value_type& src) {{ {added} }}\n")
 
 
 def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):

@@ -1,6 +1,7 @@
 // Included (as a precompiled header) by every generated kernel. Python semantics that C++ lacks.
 #pragma once
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -285,3 +286,103 @@ inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const 
                 s.kind, s.workunit, s.function, s.file, s.line, s.view, f.dim, static_cast<long long>(f.a),
                 static_cast<long long>(f.b), s.member);
 }
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+// Rank-1 range reductions on a CUDA device (kernel.py `_in_blocks`). One wave of blocks strides over the range,
+// each thread keeping its sums in registers and taking four elements an iteration (their loads issue together);
+// each block adds its threads' sums with warp shuffles into one partial, and one block then adds the partials in
+// block order. The grid depends only on the kernel and the card, so a result is the same from run to run.
+// On an H200 this shape ran BabelStream's ten fused sums in 0.29-0.30 ms and the Gaussian chain's sum in 0.39,
+// against 0.53 and 0.48 ms through Kokkos::parallel_reduce (README, "GPU range reductions").
+constexpr int KF_BLOCK = 256;
+constexpr int KF_UNROLL = 4;
+
+template <class T>
+__device__ inline T kf_shfl_down(T v, int offset) {  // any value of at most 8 bytes, moved as one or two words
+  static_assert(sizeof(T) <= 8, "a reduction value wider than 8 bytes");
+  if constexpr (sizeof(T) == 8) {
+    long long w;
+    memcpy(&w, &v, 8);
+    w = __shfl_down_sync(0xffffffffu, w, offset);
+    memcpy(&v, &w, 8);
+  } else {
+    int w = 0;
+    memcpy(&w, &v, sizeof(T));
+    w = __shfl_down_sync(0xffffffffu, w, offset);
+    memcpy(&v, &w, sizeof(T));
+  }
+  return v;
+}
+
+// The block's total, in thread 0 (F::kf_shfl_down_all and F::kf_add move and add a whole value).
+template <class F>
+__device__ inline typename F::value_type kf_block_total(typename F::value_type v) {
+  using V = typename F::value_type;
+  __shared__ V kf_warp_totals[KF_BLOCK / 32];
+  for (int o = 16; o > 0; o >>= 1) F::kf_add(v, F::kf_shfl_down_all(v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) kf_warp_totals[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < KF_BLOCK / 32 ? kf_warp_totals[lane] : V{};
+    for (int o = 16; o > 0; o >>= 1) F::kf_add(v, F::kf_shfl_down_all(v, o));
+  }
+  return v;
+}
+
+template <class F>
+__global__ void __launch_bounds__(KF_BLOCK) kf_sum_in_blocks(const F f, const int64_t b0, const int64_t e0,
+                                                             typename F::value_type* partials) {
+  typename F::value_type v{};
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * KF_BLOCK;
+  int64_t i = b0 + static_cast<int64_t>(blockIdx.x) * KF_BLOCK + threadIdx.x;
+  for (; i + (KF_UNROLL - 1) * stride < e0; i += KF_UNROLL * stride) {
+#pragma unroll
+    for (int u = 0; u < KF_UNROLL; ++u) f(i + u * stride, v);
+  }
+  for (; i < e0; i += stride) f(i, v);
+  v = kf_block_total<F>(v);
+  if (threadIdx.x == 0) partials[blockIdx.x] = v;
+}
+
+template <class F>
+__global__ void __launch_bounds__(KF_BLOCK) kf_add_partials(typename F::value_type* partials, const int count) {
+  typename F::value_type v{};
+  for (int b = threadIdx.x; b < count; b += KF_BLOCK) F::kf_add(v, partials[b]);
+  v = kf_block_total<F>(v);
+  if (threadIdx.x == 0) partials[count] = v;
+}
+
+inline void kf_cuda_check(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(rc));
+}
+
+// Launch on Kokkos's own stream (ordered with its kernels and copies); ``result`` is written once the stream gets
+// there, so the caller fences before reading it.
+template <class F>
+void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typename F::value_type& result) {
+  using V = typename F::value_type;
+  static int most_blocks = 0;  // one wave: the blocks an SM holds at once, times the SMs
+  if (most_blocks == 0) {
+    int device = 0, sms = 0, per_sm = 0;
+    kf_cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+    kf_cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    kf_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf_sum_in_blocks<F>, KF_BLOCK, 0),
+                  "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    most_blocks = std::max(1, per_sm) * std::max(1, sms);
+  }
+  const int64_t n = e0 > b0 ? e0 - b0 : 0;
+  const int blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most_blocks, (n + KF_BLOCK - 1) / KF_BLOCK)));
+  const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
+  V* partials = nullptr;
+  kf_cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(V) * (blocks + 1), stream),
+                "allocating a reduction's partial sums");
+  kf_sum_in_blocks<F><<<blocks, KF_BLOCK, 0, stream>>>(f, b0, e0, partials);
+  kf_cuda_check(cudaGetLastError(), "launching a reduction");
+  kf_add_partials<F><<<1, KF_BLOCK, 0, stream>>>(partials, blocks);
+  kf_cuda_check(cudaGetLastError(), "launching a reduction's last pass");
+  kf_cuda_check(cudaMemcpyAsync(&result, partials + blocks, sizeof(V), cudaMemcpyDeviceToHost, stream),
+                "copying a reduction's result");
+  kf_cuda_check(cudaFreeAsync(partials, stream), "freeing a reduction's partial sums");
+}
+#endif
