@@ -74,9 +74,10 @@ def test_a_cuda_reduction_launches_in_blocks_with_helpers_for_its_value():
 def test_several_sums_move_and_add_field_by_field():
     prepared = _prepared(block_sum, x=pk.View([64]))
     spec = dataclasses.replace(prepared.spec, accs=prepared.spec.accs * 3, space="Cuda")
-    helpers = codegen._block_helpers(spec)
+    helpers = codegen._block_helpers(spec, ["x"], "i")
     assert "return {kf_shfl_down(v.a0, o), kf_shfl_down(v.a1, o), kf_shfl_down(v.a2, o)};" in helpers
     assert "dst.a0 += src.a0; dst.a1 += src.a1; dst.a2 += src.a2;" in helpers
+    assert "kf_prefetch(const int64_t i) const { kf_prefetch_l2(&x(i)); }" in helpers
 
 
 @pytest.fixture
@@ -122,3 +123,38 @@ def test_a_single_sum_equals_numpy_eager(n):
     x = pk.from_numpy(values.copy())
     got = pk.parallel_reduce(n, block_sum, x=x)
     assert got == pytest.approx(float(np.sum(values * values)), rel=1e-12)
+
+
+@pk.workunit
+def branchy(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1D[pk.double], z: pk.View1D[pk.double],
+            w: pk.View1D[pk.double], M: pk.View2D[pk.double], k: pk.View1D[pk.int64]):
+    t: float = x[k[i]] + M[i][0] + (y[i] if w[i] > 0.0 else 0.0)
+    if z[i] > t:
+        acc += w[i + 1]
+    acc += y[i]
+
+
+@pk.workunit
+def stored_first(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = 2.0 * x[i]
+    acc += y[i]
+
+
+@pytest.mark.backend("null")
+def test_prefetched_views_are_the_rank1_reads_at_the_thread_index_that_always_happen():
+    from kfuse.ir.lower import lowered
+    x, M, k = pk.View([64]), pk.View([64, 2]), pk.View([64], dtype=pk.int64)
+    prepared = _prepared(branchy, x=x, y=x, z=x, w=x, M=M, k=k)
+    kernel = lowered(prepared.source, prepared.spec)
+    # k[i] and w[i] (a ternary's test) always; x[k[i]] is not at i, M is 2-D, y[i] only on one branch of the
+    # ternary, z[i] is the first branch's test (the last statement looked at), w[i + 1] is not at i
+    assert codegen._sure_thread_loads(kernel, "i") == ["k", "w", "z"]
+    prepared = _prepared(stored_first, x=x, y=pk.View([64]))
+    assert codegen._sure_thread_loads(lowered(prepared.source, prepared.spec), "i") == ["x", "y"]
+
+
+@pytest.mark.backend("null")
+def test_a_cuda_reduction_asks_for_its_sure_reads_ahead():
+    prepared = _prepared(block_count, x=pk.View([64]), cut=0.5)
+    cuda = _source(prepared, dataclasses.replace(prepared.spec, space="Cuda"))
+    assert "__device__ void kf_prefetch(const int64_t i) const { kf_prefetch_l2(&x(i)); }" in cuda

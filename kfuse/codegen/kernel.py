@@ -126,7 +126,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     if in_function:
         body_function, body_lines = _body_function(spec, sig, index_names, acc_names, unit.restrict, body_lines)
     if blocks:
-        value_type += _block_helpers(spec)
+        value_type += _block_helpers(spec, _sure_thread_loads(kernel, kernel.threads[0][0]), ident(index_names[0]))
     functor = "\n".join([
         *body_function,
         "struct Functor {",
@@ -221,17 +221,63 @@ def _in_blocks(spec: KernelSpec) -> bool:
     return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in BLOCK_SPACES
 
 
-def _block_helpers(spec: KernelSpec) -> str:
+def _block_helpers(spec: KernelSpec, prefetched: list, index: str) -> str:
     """The functor's ``kf_shfl_down_all`` and ``kf_add``, which the prelude's block reduction moves and adds whole
-    values with (a scalar, or the struct of several sums)."""
+    values with (a scalar, or the struct of several sums), and ``kf_prefetch``, which asks for the ``prefetched``
+    Views' elements at ``index`` ahead of the body (``_sure_thread_loads``)."""
     if len(spec.accs) == 1:
         moved, added = "kf_shfl_down(v, o)", "dst += src;"
     else:
         fields = [f"a{i}" for i in range(len(spec.accs))]
         moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
         added = " ".join(f"dst.{f} += src.{f};" for f in fields)
+    asks = " ".join(f"kf_prefetch_l2(&{ident(v)}({index}));" for v in prefetched)
     return (f"  static __device__ value_type kf_shfl_down_all(const value_type& v, int o) {{ return {moved}; }}\n"
-            f"  static __device__ void kf_add(value_type& dst, const value_type& src) {{ {added} }}\n")
+            f"  static __device__ void kf_add(value_type& dst, const value_type& src) {{ {added} }}\n"
+            f"  __device__ void kf_prefetch(const int64_t {index}) const {{ {asks} }}\n")
+
+
+def _sure_thread_loads(kernel: ir.Kernel, index: str) -> list[str]:
+    """The rank-1 Views whose element ``index`` the body reads whatever the data: reads in its leading
+    statements, up to the test of the first branch, and not in a conditional expression's branches. Asking for
+    those ahead lets a thread have several elements' loads under way: inlined one after another, a body's loads
+    wait behind the previous element's branches (a ``log``'s) or stores, which the compiler cannot move them past."""
+    views, found = kernel.views, []
+
+    def visit(e) -> None:
+        if isinstance(e, ir.Load):
+            direct = len(e.indices) == 1 and isinstance(e.indices[0], ir.Name) and e.indices[0].id == index
+            if direct and e.view in views and views[e.view].ndim == 1 and e.view not in found:
+                found.append(e.view)
+            parts = e.indices
+        elif isinstance(e, (ir.BinOp, ir.Compare)):
+            parts = (e.left, e.right)
+        elif isinstance(e, ir.UnaryOp):
+            parts = (e.operand,)
+        elif isinstance(e, ir.Cast):
+            parts = (e.value,)
+        elif isinstance(e, ir.Call):
+            parts = e.args
+        elif isinstance(e, ir.Ternary):
+            parts = (e.test,)
+        elif isinstance(e, ir.BoolOp):
+            parts = e.values[:1]
+        else:
+            parts = ()
+        for part in parts:
+            visit(part)
+
+    for stmt in kernel.body:
+        if isinstance(stmt, (ir.Assign, ir.Accumulate, ir.SetField)):
+            visit(stmt.value)
+        elif isinstance(stmt, ir.Store):
+            for part in (*stmt.indices, stmt.value):
+                visit(part)
+        else:
+            if isinstance(stmt, ir.If):
+                visit(stmt.test)
+            break
+    return found
 
 
 def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):
