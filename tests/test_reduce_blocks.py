@@ -1,8 +1,9 @@
-"""Rank-1 range reductions on a CUDA device launch through the prelude's ``kf_reduce_in_blocks`` (kfuse/codegen/
-kernel.py ``_in_blocks``): one wave of blocks striding over the range with the sums in registers, then one block
-adding the blocks' partials. Which kernels do, and what their C++ calls, is checked on generated source without a
-compiler; the sums themselves run in the default space against NumPy (on a CUDA build, the block form: ranges that
-do not start at 0, shorter than one block, and long enough for every thread to take several elements at once)."""
+"""Rank-1 range reductions of several sums (a fused group's) on a CUDA device launch through the prelude's
+``kf_reduce_in_blocks`` (kfuse/codegen/kernel.py ``_in_blocks``): one wave of blocks striding over the range with
+the sums in registers, then one block adding the blocks' partials. Which kernels do, and what their C++ calls, is
+checked on generated source without a compiler; the sums themselves run in the default space against NumPy (on a
+CUDA build, the block form: ranges that do not start at 0, shorter than one block, and long enough for every thread
+to take several elements at once)."""
 from __future__ import annotations
 
 import dataclasses
@@ -45,29 +46,39 @@ def _source(prepared, spec) -> str:
 
 
 @pytest.mark.backend("null")
-def test_only_cuda_range_reductions_run_in_blocks():
+def test_only_cuda_range_reductions_of_several_sums_run_in_blocks():
     x = pk.View([64])
     one = _prepared(block_sum, x=x).spec
     several = dataclasses.replace(one, accs=one.accs * 3)
-    for spec in (one, several):
-        assert codegen._in_blocks(dataclasses.replace(spec, space="Cuda"))
-        assert not codegen._in_blocks(dataclasses.replace(spec, space="HIP"))  # CUDA's shuffles: Kokkos's on HIP
-        assert not codegen._in_blocks(dataclasses.replace(spec, space="OpenMP"))
+    assert codegen._in_blocks(dataclasses.replace(several, space="Cuda"))
+    assert not codegen._in_blocks(dataclasses.replace(one, space="Cuda"))  # a single sum stays Kokkos's
+    assert not codegen._in_blocks(dataclasses.replace(several, space="HIP"))  # CUDA's shuffles: Kokkos's on HIP
+    assert not codegen._in_blocks(dataclasses.replace(several, space="OpenMP"))
     loop = _prepared(block_scale, op="for", x=x, by=2.0).spec
     assert not codegen._in_blocks(dataclasses.replace(loop, space="Cuda"))
     grid = _prepared(block_sum_2d, policy=pk.MDRangePolicy([0, 0], [8, 8]), x=pk.View([8, 8])).spec
     assert not codegen._in_blocks(dataclasses.replace(grid, space="Cuda"))
 
 
+def _fused_cuda_source() -> str:
+    """The C++ of a scaling step, a sum and a count fused, for a CUDA device (no compiler involved)."""
+    from kfuse.fuser import build
+    x = pk.View([64])
+    calls = [prepare(block_scale, "for", 64, (), dict(x=x, by=2.0)), prepare(block_sum, "reduce", 64, (), dict(x=x)),
+             prepare(block_count, "reduce", 64, (), dict(x=x, cut=0.5))]
+    source, spec, _ = build.build(calls)
+    return codegen.generate(source, dataclasses.replace(spec, space="Cuda"), "fused").source
+
+
 @pytest.mark.backend("null")
-def test_a_cuda_reduction_launches_in_blocks_with_helpers_for_its_value():
-    prepared = _prepared(block_count, x=pk.View([64]), cut=0.5)
-    cuda = _source(prepared, dataclasses.replace(prepared.spec, space="Cuda"))
+def test_a_cuda_reduction_of_several_sums_launches_in_blocks():
+    cuda = _fused_cuda_source()
     assert "kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" in cuda
     assert "Kokkos::parallel_reduce" not in cuda
-    assert "return kf_shfl_down(v, o);" in cuda and "dst += src;" in cuda
-    host = _source(prepared, dataclasses.replace(prepared.spec, space="OpenMP"))
-    assert "Kokkos::parallel_reduce" in host and "kf_reduce_in_blocks" not in host and "kf_shfl_down" not in host
+    assert "return {kf_shfl_down(v.a0, o), kf_shfl_down(v.a1, o)};" in cuda
+    prepared = _prepared(block_count, x=pk.View([64]), cut=0.5)
+    single = _source(prepared, dataclasses.replace(prepared.spec, space="Cuda"))
+    assert "Kokkos::parallel_reduce" in single and "kf_reduce_in_blocks" not in single and "kf_shfl_down" not in single
 
 
 @pytest.mark.backend("null")
@@ -106,7 +117,7 @@ def test_fused_sums_equal_numpy(dumped, begin, end):
         sums.append(pk.parallel_reduce(policy, block_sum, x=x))
         counts.append(pk.parallel_reduce(policy, block_count, x=x, cut=0.5))
     got_sums, got_counts = [float(s) for s in sums], [int(c) for c in counts]
-    assert _in_blocks(dumped) == (pk.get_default_space().value in codegen.BLOCK_SPACES)
+    assert _in_blocks(dumped) == (pk.get_default_space().value in codegen.BLOCK_SPACES)  # (a fused group of sums)
     v = values.copy()
     for k in range(3):
         v[begin:end] *= 1.0 + k / 10
@@ -155,6 +166,6 @@ def test_prefetched_views_are_the_rank1_reads_at_the_thread_index_that_always_ha
 
 @pytest.mark.backend("null")
 def test_a_cuda_reduction_asks_for_its_sure_reads_ahead():
-    prepared = _prepared(block_count, x=pk.View([64]), cut=0.5)
-    cuda = _source(prepared, dataclasses.replace(prepared.spec, space="Cuda"))
-    assert "__device__ void kf_prefetch(const int64_t i) const { kf_prefetch_l2(&x(i)); }" in cuda
+    # (the three members' x are separate parameters here: no argument fusion without the transforms)
+    assert "void kf_prefetch(const int64_t i0) const { kf_prefetch_l2(&k0_x(i0)); kf_prefetch_l2(&k1_x(i0)); " \
+           "kf_prefetch_l2(&k2_x(i0)); }" in _fused_cuda_source()

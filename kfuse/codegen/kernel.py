@@ -213,24 +213,22 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
 
 
 def _in_blocks(spec: KernelSpec) -> bool:
-    """Whether the kernel is a rank-1 range reduction on a CUDA device, launched by the prelude's
-    ``kf_reduce_in_blocks`` instead of ``Kokkos::parallel_reduce``: one wave of blocks striding over the range with
-    the sums in registers, then one block adding the blocks' partials. On an H200 (README, "GPU range
-    reductions") Kokkos's form took 0.48 ms for the Gaussian chain's sum and 0.53 ms for BabelStream's ten (its
-    per-thread value lives in shared memory); this shape, measured as plain CUDA, 0.39 and 0.29 ms."""
-    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in BLOCK_SPACES
+    """Whether the kernel is a rank-1 range reduction of several sums (a fused group's) on a CUDA device, launched
+    by the prelude's ``kf_reduce_in_blocks`` instead of ``Kokkos::parallel_reduce``: one wave of blocks striding
+    over the range with the sums in registers, then one block adding the blocks' partials. On H200 hosts (README,
+    "GPU range reductions") BabelStream's ten fused sums took 0.53 ms in Kokkos's form (in lanes), 0.46 in blocks.
+    A single sum stays Kokkos's: the Gaussian chain's took 0.48 ms there and 0.53-0.67 in blocks."""
+    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and len(spec.accs) > 1 and \
+        spec.space in BLOCK_SPACES
 
 
 def _block_helpers(spec: KernelSpec, prefetched: list, index: str) -> str:
-    """The functor's ``kf_shfl_down_all`` and ``kf_add``, which the prelude's block reduction moves and adds whole
-    values with (a scalar, or the struct of several sums), and ``kf_prefetch``, which asks for the ``prefetched``
+    """The functor's ``kf_shfl_down_all`` and ``kf_add``, which the prelude's block reduction moves and adds its
+    struct of sums with, and ``kf_prefetch``, which asks for the ``prefetched``
     Views' elements at ``index`` ahead of the body (``_sure_thread_loads``)."""
-    if len(spec.accs) == 1:
-        moved, added = "kf_shfl_down(v, o)", "dst += src;"
-    else:
-        fields = [f"a{i}" for i in range(len(spec.accs))]
-        moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
-        added = " ".join(f"dst.{f} += src.{f};" for f in fields)
+    fields = [f"a{i}" for i in range(len(spec.accs))]
+    moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
+    added = " ".join(f"dst.{f} += src.{f};" for f in fields)
     asks = " ".join(f"kf_prefetch_l2(&{ident(v)}({index}));" for v in prefetched)
     return (f"  static __device__ value_type kf_shfl_down_all(const value_type& v, int o) {{ return {moved}; }}\n"
             f"  static __device__ void kf_add(value_type& dst, const value_type& src) {{ {added} }}\n"
