@@ -35,6 +35,22 @@ def halved(i, k: pk.View1D[pk.int64], by: int):
 
 
 @pk.workunit
+def halved_twice(i, k: pk.View1D[pk.int64], by: int, step: int):
+    k[i] = k[i] // by + i % step
+
+
+@pk.workunit
+def by_data(i, k: pk.View1D[pk.int64], m: pk.View1D[pk.int64]):
+    k[i] = k[i] // m[i]
+
+
+@pk.workunit
+def by_reassigned(i, k: pk.View1D[pk.int64], by: int):
+    by = by - k[i]  # the divisor is no longer the argument the host sees
+    k[i] = k[i] // by
+
+
+@pk.workunit
 def printed(i, x: pk.View1D[pk.double]):
     pk.printf("%f\n", x[i])
 
@@ -69,10 +85,22 @@ def test_gpu_loops_that_cannot_fault_get_an_entry_that_does_not_wait(space):
 @pytest.mark.backend("null")
 def test_kernels_that_may_fault_print_or_return_values_always_wait():
     x, k = pk.View([N]), pk.View([N], pk.int64)
-    for source in (_source(halved, "Cuda", k=k, by=3), _source(printed, "Cuda", x=x),
-                   _source(summed, "Cuda", op="reduce", x=x), _source(scaled, "OpenMP", x=x, y=pk.View([N]), by=2.0)):
+    for source in (_source(by_data, "Cuda", k=k, m=k), _source(by_reassigned, "Cuda", k=k, by=3),
+                   _source(printed, "Cuda", x=x), _source(summed, "Cuda", op="reduce", x=x),
+                   _source(scaled, "OpenMP", x=x, y=pk.View([N]), by=2.0)):
         assert _entry(source, "kfuse_launch") is not None
         assert _entry(source, "kfuse_launch_queued") is None
+
+
+@pytest.mark.backend("null")
+def test_a_kernel_dividing_only_by_its_arguments_is_checked_on_the_host_then_queued():
+    k = pk.View([N], pk.int64)
+    queued = _entry(_source(halved_twice, "Cuda", k=k, by=3, step=2), "kfuse_launch_queued")
+    check = "if (!kf_divisor_safe(kf_f.by) || !kf_divisor_safe(kf_f.step)) return kfuse_launch(kf_args, kf_out, " \
+            "kf_err, kf_errlen);"
+    assert queued is not None and check in queued
+    assert queued.index(check) < queued.index("Kokkos::parallel_for(")
+    assert "Kokkos::fence();" not in queued
 
 
 @pytest.fixture
@@ -117,3 +145,43 @@ def test_the_kernel_profile_times_every_launch_even_in_replays(queued_on_host, m
     _steps(x, y, z, 6)
     assert sum(fused for _, _, fused, *_ in launch.profile) == 6  # the fused kernel's launches, traced and rerun
     assert queued_on_host == []
+
+
+@pytest.fixture
+def every_launch_queued(monkeypatch):
+    """OpenMP kernels get the queued entry and every launch (eager too) asks for it; yields the names of the kernels
+    launched through a queued entry."""
+    monkeypatch.setattr(codegen, "QUEUED_SPACES", codegen.QUEUED_SPACES | {"OpenMP"})
+    calls, real = [], launch.CompiledKernel.launch
+
+    def queued(self, bounds, args, packed=None, wait=True):
+        if self._queued is not None and launch.profile is None:  # (launch takes that entry then)
+            calls.append(self.name)
+        return real(self, bounds, args, packed, wait=False)
+
+    monkeypatch.setattr(launch.CompiledKernel, "launch", queued)
+    yield calls
+
+
+@pytest.mark.backend("kokkos")
+@pytest.mark.parametrize("by", [3, -2, 1])
+def test_a_queued_division_by_an_argument_computes_what_numpy_does(every_launch_queued, by):
+    values = np.arange(-N // 2, N // 2, dtype=np.int64) * 7
+    k = pk.from_numpy(values.copy())
+    pk.parallel_for(N, halved_twice, k=k, by=by, step=5)
+    np.testing.assert_array_equal(np.asarray(k), values // by + np.arange(N) % 5)
+    assert every_launch_queued == ["halved_twice"]
+
+
+@pytest.mark.backend("kokkos")
+@pytest.mark.parametrize("by,step", [(0, 5), (3, 0), (-1, 5)])
+def test_a_queued_division_that_could_fault_waits_and_reports_as_eager(every_launch_queued, by, step):
+    values = np.arange(N, dtype=np.int64)
+    k = pk.from_numpy(values.copy())
+    if by == -1:  # -1 only faults on the lowest int64: the launch waits, and computes
+        pk.parallel_for(N, halved_twice, k=k, by=by, step=step)
+        np.testing.assert_array_equal(np.asarray(k), values // by + np.arange(N) % step)
+    else:
+        with pytest.raises(ZeroDivisionError, match="halved_twice"):
+            pk.parallel_for(N, halved_twice, k=k, by=by, step=step)
+    assert every_launch_queued == ["halved_twice"]  # the queued entry ran the waiting one

@@ -6,7 +6,8 @@ value for a scalar), so Python calls it through ctypes with a single ``struct.pa
 library; this keeps both compile time and per-call overhead low. It returns 0, or 1 with a C++ exception's
 message in ``err``, or 2 with the record of a kernel fault (``errors.kernel_fault`` reads it). It waits for the
 kernel (a fence) and times it. A GPU ``parallel_for`` that cannot fault also has ``kfuse_launch_queued``, which
-returns once the kernel is queued on the device.
+returns once the kernel is queued on the device; where the kernel's only checked operations divide by its scalar
+arguments, that entry checks those on the host first and runs the waiting one if one could fault.
 """
 from __future__ import annotations
 
@@ -178,7 +179,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
             "    Functor kf_f;",
             *unpack,
             *checks,
-            *(["    auto kf_t0 = std::chrono::steady_clock::now();"] if waits else []),
+            *(["    auto kf_t0 = std::chrono::steady_clock::now();"] if waits else _divisors_check(divisors)),
             launch,
             *ending,
             "    return 0;",
@@ -191,7 +192,8 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
             "}",
         ]
 
-    queues = spec.op == "for" and spec.space in QUEUED_SPACES and not unit.fault_sites and not unit.uses_printf
+    divisors = unit.host_checked_divisors()
+    queues = spec.op == "for" and spec.space in QUEUED_SPACES and divisors is not None and not unit.uses_printf
     source = "\n".join([
         f"// kfuse kernel {kernel_name} (codegen {CODEGEN_VERSION})",
         f"// op={spec.op} policy={spec.policy} rank={spec.rank} space={spec.space}",
@@ -210,6 +212,15 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         "",
     ])
     return GeneratedKernel(name=kernel_name, source=source, slot_format="".join(slots), result_format=result_format)
+
+
+def _divisors_check(divisors: list) -> list[str]:
+    """The queued entry of a kernel whose checked divisions divide by scalar arguments: where one could fault
+    (0 or -1), the waiting entry runs instead, and reports the fault."""
+    if not divisors:
+        return []
+    unsafe = " || ".join(f"!kf_divisor_safe(kf_f.{ident(n)})" for n in divisors)
+    return [f"    if ({unsafe}) return kfuse_launch(kf_args, kf_out, kf_err, kf_errlen);"]
 
 
 def _in_blocks(spec: KernelSpec) -> bool:

@@ -125,6 +125,11 @@ KOKKOS_INLINE_FUNCTION bool kf_quotient_overflows(A a, B b) {
   using T = decltype(a / b);
   return std::is_signed<T>::value && static_cast<T>(b) == T(-1) && static_cast<T>(a) == kf_lowest<T>;
 }
+// Host, before a queued launch: whether a divisor can fault neither kf_floordiv_checked nor kf_mod_checked.
+template <class B>
+inline bool kf_divisor_safe(B b) {
+  return b != 0 && !(std::is_signed<B>::value && b == static_cast<B>(-1));
+}
 template <class A, class B>
 KOKKOS_INLINE_FUNCTION auto kf_floordiv_checked(A a, B b, int site) -> decltype(a / b) {
   if (b == 0 || kf_quotient_overflows(a, b)) {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir import printf
-from ..ir.access import assigned_names
+from ..ir.access import assigned_names, nested_params
 from ..ir.typing import ATOMICS, BOOL, atomic_op
 from ..types import promote
 from .cxx_names import cpp_type, ident, method_name
@@ -33,6 +33,10 @@ class Unit:
         self.restrict = restrict  # C++ names of Views passed as __restrict__ pointers
         self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
         self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
+        # per fault site, the kernel's scalar arguments it divides by, or None where one of its checks divides by
+        # anything else: a kernel whose every site divides by arguments can be told unable to fault on the host
+        self.divisors: dict[int, set | None] = {}
+        self._fixed = set(kernel.scalars) - assigned_names(kernel.body) - nested_params(kernel.body)
         self.uses_printf = False  # the launcher then flushes C stdout so output keeps its order with Python's
         self.uses_ref = False  # some call passes a temporary classtype value by reference
         self.constructors: set = set()  # the __init__ instances a construction runs
@@ -42,6 +46,20 @@ class Unit:
         if site not in self.fault_sites:
             self.fault_sites.append(site)
         return self.fault_sites.index(site)
+
+    def divides_by(self, site: int, divisor) -> None:
+        """Note what the checked division of ``site`` divides by (a fixed scalar argument's name, or anything)."""
+        if isinstance(divisor, ir.Name) and divisor.id in self._fixed and self.divisors.get(site, set()) is not None:
+            self.divisors.setdefault(site, set()).add(divisor.id)
+        else:
+            self.divisors[site] = None
+
+    def host_checked_divisors(self) -> list | None:
+        """The scalar arguments that, neither 0 nor -1, leave no fault site able to fault; None where some site
+        checks anything else (an index, scratch memory, a division by data or by a helper's argument)."""
+        if len(self.divisors) != len(self.fault_sites) or any(d is None for d in self.divisors.values()):
+            return None
+        return sorted(set().union(*self.divisors.values()))
 
     def helper(self, index: int) -> str:
         """The C++ name of helper instance ``index`` (a member function's, for a classtype method); its
@@ -292,7 +310,9 @@ class BodyPrinter:
             kind = "floordiv" if op == "//" else "mod"
             if _int_constant(right) not in (None, 0, -1):  # a divisor that can be neither 0 nor -1
                 return f"kf_{kind}({a}, {b})"
-            return f"kf_{kind}_checked({a}, {b}, {self.site(kind, e.loc)})"
+            site = self.site(kind, e.loc)
+            self.unit.divides_by(site, right if self.function is None else None)
+            return f"kf_{kind}_checked({a}, {b}, {site})"
         return f"({a} {op} {b})"
 
     def expr_UnaryOp(self, e):
@@ -406,7 +426,9 @@ class BodyPrinter:
         op = atomic_op(e.func)
         if op in ("div", "mod") and dtype.is_int:
             kind = "floordiv" if op == "div" else "mod"
-            return f"kf_atomic_fetch_divmod({ref}, {values[0]}, {str(op == 'mod').lower()}, {self.site(kind, e.loc)})"
+            site = self.site(kind, e.loc)
+            self.unit.divides_by(site, None)  # (an element's update: checked where it runs)
+            return f"kf_atomic_fetch_divmod({ref}, {values[0]}, {str(op == 'mod').lower()}, {site})"
         return f"Kokkos::{ATOMICS[e.func][0]}({ref}, {values[0]})"
 
     # --- View elements and extents ------------------------------------------------------------

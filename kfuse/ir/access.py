@@ -85,6 +85,18 @@ def assigned_names(stmts) -> set:
     return names
 
 
+def nested_params(stmts) -> set:
+    """Names of the parameters of the nested defs anywhere under ``stmts`` (inside one, a name of the kernel's own
+    may mean its parameter instead)."""
+    names: set = set()
+    for s in stmts:
+        if isinstance(s, ir.Lambda):
+            names.update(n for n, _ in s.params)
+        for inner in _bodies(s):
+            names |= nested_params(inner)
+    return names
+
+
 def names_read(stmts) -> set:
     """Names whose value is read anywhere under ``stmts`` (nested defs too), Views handed to helpers included."""
     names: set = set()
