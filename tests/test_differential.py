@@ -176,6 +176,29 @@ def test_the_captured_mode_replays_its_sequences_of_calls(monkeypatch):
     assert_case_agrees(case)
 
 
+@pytest.mark.backend("kokkos")
+@pytest.mark.parametrize("flag", [3, -1, 0])
+def test_divisions_by_an_argument_agree_queued_and_reach_the_queued_entry(monkeypatch, flag):
+    """The fuzzer gives host kernels the GPU loops' queued entry (``python -m kfuse.check``: ``_launch_as_on_a_gpu``);
+    a loop dividing by its argument takes it in reruns and replays, checked on the host first (-1 goes to the
+    waiting entry; a fault by 0 is reported as eager does: tests/test_queued_launch.py queues that one too)."""
+    from kfuse.codegen import kernel as codegen
+    from kfuse.runtime import launch
+
+    monkeypatch.setattr(codegen, "QUEUED_SPACES", codegen.QUEUED_SPACES | {"OpenMP"})
+    queued, real = [], launch.CompiledKernel.launch
+
+    def counted(self, bounds, args, packed=None, wait=True):
+        if not wait and self._queued is not None and "divide_by" in self.name:
+            queued.append(self.name)
+        return real(self, bounds, args, packed, wait)
+
+    monkeypatch.setattr(launch.CompiledKernel, "launch", counted)
+    case = Case.of([Call("scale", ("a", "b")), Call("divide_by", ("b", "c"), flag), Read("c", "asarray")])
+    assert_case_agrees(case)
+    assert bool(queued) == (flag != 0)  # reruns and replays; none once a call failed (nothing is rerun then)
+
+
 def test_fault_case_really_fails_inside_a_fused_kernel():
     """The fused-group case above must test a fused kernel that faults, not lone calls."""
     pk.reset_stats()

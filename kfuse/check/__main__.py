@@ -35,6 +35,15 @@ class Outcome:
     minimal: str = ""
 
 
+def _launch_as_on_a_gpu() -> None:
+    """Host kernels get the queued entry GPU loops have (kfuse/codegen/kernel.py ``QUEUED_SPACES``), which reruns
+    and replays take, as on a GPU: its launch without the fence, and its host check of the divisors a loop divides
+    by (a divisor that could fault runs the waiting entry). For this process and the workers it starts; set before
+    any kernel is generated, since kernels are kept as first made."""
+    from ..codegen import kernel as codegen
+    codegen.QUEUED_SPACES = codegen.QUEUED_SPACES | {"OpenMP", "Serial"}
+
+
 # --- worker side ----------------------------------------------------------------------------------
 def _emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
@@ -163,6 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--worker", nargs=2, type=int, metavar=("START", "STOP"), help=argparse.SUPPRESS)
     parser.add_argument("--run-case", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    _launch_as_on_a_gpu()
     if args.backend:
         config.put(config.BACKEND, args.backend)  # for the workers this process starts
         context.current().backend = backends.named(args.backend)  # and for the cases it shrinks itself

@@ -16,10 +16,11 @@ from .host import READS, USES, WRITES
 SCALARS = (0.0, 0.5, -1.25, 3.0)
 WRITE_VALUES = (0.0, 0.5, -1.25, 3.0, 7.0)
 MAX_TRACES = (1, 2, 3, 5)
-FAILING_KERNELS = frozenset({"broken"})  # always fails; "debug"/"divide" fail with flag 3
+FAILING_KERNELS = frozenset({"broken"})  # always fails; "debug"/"divide" fail with flag 3 or 0, "divide_by" with 0
 #: step kinds, repeated to weigh them
 KINDS = ("call",) * 6 + ("read",) * 2 + ("write", "use", "realloc", "export")
-FLAGS = (-1, -1, 3)  # "debug"/"divide" with -1 never fail; with 3 they divide by zero at i == 3
+FLAGS = (-1, -1, 3, 0)  # "debug"/"divide" with -1 never fail; with 3 or 0 they divide by zero at i == flag;
+# "divide_by" divides by the flag: by 0 it fails, by -1 a GPU launch waits (a divisor that could fault), by 3 not
 
 
 class SeededChooser:

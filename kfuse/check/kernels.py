@@ -207,6 +207,11 @@ def k_divide(i: int, flag: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]
     y[i] = 0.5 * x[i] + 0.125 * (7 // (i - flag))  # a kernel fault (ZeroDivisionError) at i == flag
 
 
+@pk.workunit
+def k_divide_by(i: int, flag: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = 0.5 * x[i] + 0.125 * (i // flag) + 0.0625 * (i % flag)  # a kernel fault (ZeroDivisionError) at flag 0
+
+
 def ops_chain(x, y, alpha):
     """Array operations, not a workunit: ``y = exp(x / 4) * alpha + y / 2`` over the common length, whose two
     intermediate arrays the program drops at once (fused, nothing stores them: kfuse/tracer/liveness.py)."""
@@ -301,6 +306,8 @@ KERNELS = {
     "team_total": Kernel(k_team_total, "reduce", ("m",), ("M",), (), policy="team"),
     "debug": Kernel(k_debug, "for", ("x",), (F64,), ("x",), "flag", policy="debug"),
     "divide": Kernel(k_divide, "for", ("x", "y"), (F64, F64), ("y",), "flag"),
+    # divides by its argument only: a GPU launch checks it on the host and queues (the fuzzer's too: __main__.py)
+    "divide_by": Kernel(k_divide_by, "for", ("x", "y"), (F64, F64), ("y",), "flag"),
     "broken": Kernel(k_broken, "for", ("x", "y"), (F64, F64), ("y",)),
 }
 

@@ -40,7 +40,8 @@ def _member_digest(prepared) -> str:
 
 def key(group, alias_pattern, scalar_pattern, transforms, scratch=(), ranges=()) -> str:
     """``ranges``: a horizontal group's parts (pipeline.group_key), whose bounds its code holds."""
-    parts = [_kfuse_fingerprint(), config.cache_key(), ",".join(sorted(codegen.BLOCK_SPACES)), repr(alias_pattern),
+    parts = [_kfuse_fingerprint(), config.cache_key(), ",".join(sorted(codegen.BLOCK_SPACES)),
+             ",".join(sorted(codegen.QUEUED_SPACES)), repr(alias_pattern),
              repr(scalar_pattern), ",".join(sorted(transforms)), repr(tuple(scratch)), repr(tuple(ranges))]
     parts += [f"{type(c.policy).__name__}:{_member_digest(c.prepared)}" for c in group]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
