@@ -24,10 +24,11 @@ from .cxx_names import cpp_type, ident, view_type
 from .printer import BodyPrinter, Unit
 
 CODEGEN_VERSION = "3"
-#: Spaces whose ``parallel_for`` kernels without checked operations or printf also get ``kfuse_launch_queued``: the
-#: launch without its fence, for replays that wait for the device once at the end (kfuse/runtime/launch.py).
+#: Spaces whose ``parallel_for`` kernels that cannot fault (no checked operation, or only divisions by their scalar
+#: arguments, checked on the host) and do not print also get ``kfuse_launch_queued``: the launch without its fence,
+#: for replays that wait for the device once at the end (kfuse/runtime/launch.py).
 QUEUED_SPACES = frozenset({"Cuda", "HIP"})
-#: Spaces whose rank-1 range reductions run in blocks of the prelude's ``kf_reduce_in_blocks`` (``_in_blocks``).
+#: Spaces whose rank-1 range reductions of several sums run in the prelude's ``kf_reduce_in_blocks`` (``_in_blocks``).
 BLOCK_SPACES = frozenset({"Cuda"})
 _SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
            "Cuda": ("Kokkos::Cuda", "Kokkos::CudaSpace"), "HIP": ("Kokkos::Experimental::HIP",
@@ -162,6 +163,9 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         results = _store_result("kf_r", spec.accs[0], 0)
     result_format = "".join("d" if d.is_float else "q" for d in spec.accs)
 
+    divisors = unit.host_checked_divisors()
+    queues = spec.op == "for" and spec.space in QUEUED_SPACES and divisors is not None and not unit.uses_printf
+
     def entry(name: str, waits: bool) -> list:
         """The C entry point ``name``: unpack, check, launch; when ``waits``, fence and time the launch, then return
         the results and any fault."""
@@ -192,8 +196,6 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
             "}",
         ]
 
-    divisors = unit.host_checked_divisors()
-    queues = spec.op == "for" and spec.space in QUEUED_SPACES and divisors is not None and not unit.uses_printf
     source = "\n".join([
         f"// kfuse kernel {kernel_name} (codegen {CODEGEN_VERSION})",
         f"// op={spec.op} policy={spec.policy} rank={spec.rank} space={spec.space}",

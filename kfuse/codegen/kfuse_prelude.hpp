@@ -293,9 +293,9 @@ inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const 
 }
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
-// Rank-1 range reductions of several sums on a CUDA device (kernel.py `_in_blocks`). One wave of blocks strides over the range,
-// each thread keeping its sums in registers and taking four elements an iteration, whose loads it asks for one
-// iteration ahead (F::kf_prefetch: into L2, so that several elements' loads are under way at once);
+// Rank-1 range reductions of several sums on a CUDA device (kernel.py `_in_blocks`). One wave of blocks strides
+// over the range, each thread keeping its sums in registers and taking four elements an iteration, whose loads it
+// asks for one iteration ahead (F::kf_prefetch: into L2, so that several elements' loads are under way at once);
 // each block adds its threads' sums with warp shuffles into one partial, and one block then adds the partials in
 // block order. The grid depends only on the kernel and the card, so a result is the same from run to run.
 // On H200 hosts BabelStream's ten fused sums took 0.46 ms this way, 0.53 in lanes of a Kokkos::parallel_reduce
@@ -393,7 +393,8 @@ void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typenam
     most_blocks = std::max(1, per_sm) * std::max(1, sms);
   }
   const int64_t n = e0 > b0 ? e0 - b0 : 0;
-  const int blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most_blocks, (n + KF_BLOCK - 1) / KF_BLOCK)));
+  const int blocks =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most_blocks, (n + KF_BLOCK - 1) / KF_BLOCK)));
   const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
   V* partials = nullptr;
   kf_cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(V) * (blocks + 1), stream),
