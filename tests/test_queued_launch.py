@@ -51,6 +51,17 @@ def by_reassigned(i, k: pk.View1D[pk.int64], by: int):
 
 
 @pk.workunit
+def by_shadowed(team: pk.TeamMember, k: pk.View1D[pk.int64], n: int):
+    r: int = team.league_rank()
+
+    def part(n: int, acc: pk.Acc[pk.double]):  # this n is the nested def's index, not the argument
+        acc += r // n
+
+    s: float = pk.parallel_reduce(pk.TeamThreadRange(team, 4), part)
+    k[r] = k[r] + int(s) // n
+
+
+@pk.workunit
 def printed(i, x: pk.View1D[pk.double]):
     pk.printf("%f\n", x[i])
 
@@ -85,7 +96,10 @@ def test_gpu_loops_that_cannot_fault_get_an_entry_that_does_not_wait(space):
 @pytest.mark.backend("null")
 def test_kernels_that_may_fault_print_or_return_values_always_wait():
     x, k = pk.View([N]), pk.View([N], pk.int64)
-    for source in (_source(by_data, "Cuda", k=k, m=k), _source(by_reassigned, "Cuda", k=k, by=3),
+    shadowed = prepare(by_shadowed, "for", pk.TeamPolicy(N, 1), (), dict(k=k, n=3)).prepared
+    for source in (codegen.generate(shadowed.source, dataclasses.replace(shadowed.spec, space="Cuda"),
+                                    shadowed.name).source,
+                   _source(by_data, "Cuda", k=k, m=k), _source(by_reassigned, "Cuda", k=k, by=3),
                    _source(printed, "Cuda", x=x), _source(summed, "Cuda", op="reduce", x=x),
                    _source(scaled, "OpenMP", x=x, y=pk.View([N]), by=2.0)):
         assert _entry(source, "kfuse_launch") is not None
