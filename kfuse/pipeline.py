@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from . import config, counters
+from . import config, counters, views
 from .backends.base import Lowered
 from .calls import writes_of
 from .compiler import decisions
@@ -34,7 +34,7 @@ from .transforms import manager as transforms
 from .transforms.ir import FusedKernel, scalar_key
 from .tracer.failures import is_fault
 from .tracer import liveness
-from .tracer.trace import Ranges, footprint
+from .tracer.trace import footprint
 
 _MAX_CACHED = 4096  # plans/fused kernels kept; a program whose ranges change every step must not grow forever
 
@@ -496,13 +496,14 @@ def after_fault(group: list, exc, failures) -> None:
         culprits = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)] or group
     failure = failures.fail(culprits[0], exc)
     values = iter(getattr(exc, "results", ()))
-    lost = Ranges()
+    lost: list = []  # the Views the lost members wrote (by lattice: a column beside a lost column is not lost)
     for call in group:
         value = next(values, None) if call.op == "reduce" else None
-        reads, writes = footprint(call)
-        if call in culprits or lost.hits(reads) or lost.hits(writes):
+        reads, writes = call.prepared.view_positions
+        touched = [call.args[i] for i in (*reads, *writes)]
+        if call in culprits or any(views.meet(gone, view) for gone in lost for view in touched):
             failures.poison(call, failure)
-            lost.add_all(writes)
+            lost += [call.args[i] for i in writes]
         elif call.result is not None:
             call.result.set_result(value)
 

@@ -278,6 +278,13 @@ def overlaps(a, b) -> bool:
     return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
 
 
+def meet(a, b) -> bool:
+    """Whether two Views may share a byte: neither is empty, their spans intersect and their lattices do not keep
+    them apart."""
+    (lo, hi), (lo2, hi2) = a.bounds, b.bounds
+    return lo < hi and lo2 < hi2 and lo < hi2 and lo2 < hi and not apart(lo2 - lo, lattice(a), lattice(b))
+
+
 def lattice(view) -> tuple:
     """(step, element size) in bytes: every element of ``view`` starts a whole number of steps after its first byte
     (the greatest common divisor of its byte strides over dimensions of more than one element)."""
