@@ -496,14 +496,14 @@ def after_fault(group: list, exc, failures) -> None:
         culprits = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)] or group
     failure = failures.fail(culprits[0], exc)
     values = iter(getattr(exc, "results", ()))
-    lost: list = []  # the Views the lost members wrote (by lattice: a column beside a lost column is not lost)
+    lost: list = []  # (span, lattice) of each View the lost members wrote: a column beside a lost one is not lost
     for call in group:
         value = next(values, None) if call.op == "reduce" else None
         reads, writes = call.prepared.view_positions
-        touched = [call.args[i] for i in (*reads, *writes)]
-        if call in culprits or any(views.meet(gone, view) for gone in lost for view in touched):
+        touched = [(call.args[i].bounds, views.lattice(call.args[i])) for i in (*reads, *writes)]
+        if call in culprits or any(views.meet(*gone, *mine) for gone in lost for mine in touched):
             failures.poison(call, failure)
-            lost += [call.args[i] for i in writes]
+            lost += [(call.args[i].bounds, views.lattice(call.args[i])) for i in writes]
         elif call.result is not None:
             call.result.set_result(value)
 

@@ -278,11 +278,11 @@ def overlaps(a, b) -> bool:
     return a.bounds[0] < b.bounds[1] and b.bounds[0] < a.bounds[1]
 
 
-def meet(a, b) -> bool:
-    """Whether two Views may share a byte: neither is empty, their spans intersect and their lattices do not keep
-    them apart."""
-    (lo, hi), (lo2, hi2) = a.bounds, b.bounds
-    return lo < hi and lo2 < hi2 and lo < hi2 and lo2 < hi and not apart(lo2 - lo, lattice(a), lattice(b))
+def meet(span: tuple, step: tuple, span2: tuple, step2: tuple) -> bool:
+    """Whether the elements of two Views may share a byte, from their byte spans ``(lo, hi)`` and lattices
+    (``lattice``): neither is empty, the spans intersect and the lattices do not keep them apart."""
+    (lo, hi), (lo2, hi2) = span, span2
+    return lo < hi and lo2 < hi2 and lo < hi2 and lo2 < hi and not apart(lo2 - lo, step, step2)
 
 
 def lattice(view) -> tuple:

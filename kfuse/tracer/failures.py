@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 
 from ..errors import DeferredError, KernelFault
-from ..views import apart, lattice, storage_key
+from ..views import lattice, meet, storage_key
 
 
 class Failure:
@@ -136,7 +136,7 @@ class Failures:
             return None
         mine = lattice(view)
         for plo, phi, failure, _, poisoned, _ in self._live():
-            if plo < hi and lo < phi and not apart(lo - plo, poisoned, mine):
+            if meet((plo, phi), poisoned, (lo, hi), mine):
                 return failure
         return None
 
