@@ -18,6 +18,7 @@ from .. import config
 from ..frontend.normalize import KernelSource
 from ..frontend.spec import KernelSpec
 from ..ir import nodes as ir
+from ..ir.access import evaluated
 from ..ir.lower import lowered
 from ..types import DType
 from .cxx_names import cpp_type, ident, view_type
@@ -261,28 +262,12 @@ def _sure_thread_loads(kernel: ir.Kernel, index: str) -> list[str]:
     wait behind the previous element's branches (a ``log``'s) or stores, which the compiler cannot move them past."""
     views, found = kernel.views, []
 
-    def visit(e) -> None:
-        if isinstance(e, ir.Load):
-            direct = len(e.indices) == 1 and isinstance(e.indices[0], ir.Name) and e.indices[0].id == index
+    def visit(top) -> None:
+        for e in evaluated(top):
+            direct = isinstance(e, ir.Load) and len(e.indices) == 1 and isinstance(e.indices[0], ir.Name) \
+                and e.indices[0].id == index
             if direct and e.view in views and views[e.view].ndim == 1 and e.view not in found:
                 found.append(e.view)
-            parts = e.indices
-        elif isinstance(e, (ir.BinOp, ir.Compare)):
-            parts = (e.left, e.right)
-        elif isinstance(e, ir.UnaryOp):
-            parts = (e.operand,)
-        elif isinstance(e, ir.Cast):
-            parts = (e.value,)
-        elif isinstance(e, ir.Call):
-            parts = e.args
-        elif isinstance(e, ir.Ternary):
-            parts = (e.test,)
-        elif isinstance(e, ir.BoolOp):
-            parts = e.values[:1]
-        else:
-            parts = ()
-        for part in parts:
-            visit(part)
 
     for stmt in kernel.body:
         if isinstance(stmt, (ir.Assign, ir.Accumulate, ir.SetField)):

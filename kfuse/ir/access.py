@@ -194,6 +194,20 @@ def subexpressions(e):
         yield from subexpressions(child)
 
 
+def evaluated(e):
+    """``e`` and the expressions inside it that are evaluated whatever the data, parents first: of a conditional
+    expression its test, of ``and``/``or`` its first operand."""
+    yield e
+    if isinstance(e, ir.Ternary):
+        children = (e.test,)
+    elif isinstance(e, ir.BoolOp):
+        children = e.values[:1]
+    else:
+        children = _children(e)
+    for child in children:
+        yield from evaluated(child)
+
+
 def _expressions(s) -> tuple:
     """The expressions a statement evaluates itself (not those of nested statements)."""
     if isinstance(s, (ir.Assign, ir.Accumulate, ir.Eval, ir.SetField)):
