@@ -309,7 +309,7 @@ constexpr int KF_UNROLL = 4;
 __device__ inline void kf_prefetch_l2(const void* p) { asm volatile("prefetch.L2 [%0];" ::"l"(p)); }
 
 template <class T>
-__device__ inline T kf_shfl_down(T v, int offset) {  // any value of at most 8 bytes, moved as one or two words
+__device__ inline T kf_shfl_down(T v, int offset) {  // any value of at most 8 bytes, moved as one 8- or 4-byte word
   static_assert(sizeof(T) <= 8, "a reduction value wider than 8 bytes");
   if constexpr (sizeof(T) == 8) {
     long long w;
