@@ -22,9 +22,10 @@ from ..ir.access import evaluated
 from ..ir.lower import lowered
 from ..types import DType
 from .cxx_names import cpp_type, ident, view_type
+from .lanes import lane_loops
 from .printer import BodyPrinter, Unit
 
-CODEGEN_VERSION = "3"
+CODEGEN_VERSION = "4"
 #: Spaces whose ``parallel_for`` kernels that cannot fault (no checked operation, or only divisions by their scalar
 #: arguments, checked on the host) and do not print also get ``kfuse_launch_queued``: the launch without its fence,
 #: for replays that wait for the device once at the end (kfuse/runtime/launch.py).
@@ -91,8 +92,9 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     index_names, acc_names, flag_names = roles(src, spec)
     in_function = bool(restrict) and spec.policy != "team" and spec.op != "scan"
     kernel = lowered(src, spec)
+    bounds_check = config.BOUNDS_CHECK.get()
     unit = Unit(kernel, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
-                bounds_check=config.BOUNDS_CHECK.get())
+                bounds_check=bounds_check, lanes=lane_loops(kernel, spec, bounds_check))
     members = [f"  {cpp_type(t)} {ident(name)};" for name, t in spec.params]
     body_lines = BodyPrinter(unit, None, {} if in_function else kernel.scalars, kernel.views).body(kernel, "    ")
     if spec.policy == "team":
@@ -156,7 +158,8 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         checks += [f"    const auto kf_policy = {policy};", *_scratch_guard()]
         policy = "kf_policy"
     if spec.op == "for":
-        launch = f'    Kokkos::parallel_for("{kernel_name}", {policy}, kf_f);'
+        launch = ("    kf_for_in_lanes<KfExec>(kf_f, kf_b0, kf_e0);" if unit.lanes else
+                  f'    Kokkos::parallel_for("{kernel_name}", {policy}, kf_f);')
         results = ""
     elif spec.op == "reduce":
         launch = ("    Functor::value_type kf_r{};\n" +

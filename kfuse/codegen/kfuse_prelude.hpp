@@ -408,3 +408,88 @@ void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typenam
   kf_cuda_check(cudaFreeAsync(partials, stream), "freeing a reduction's partial sums");
 }
 #endif
+
+// Rows in lanes (codegen/lanes.py): on a CUDA device each thread index of a kernel runs on a group of lanes,
+// blockDim.x CUDA threads side by side in one warp (threadIdx.x the lane), blockDim.y indices a block. The fewer the
+// indices, the more lanes each gets (4 to 32), so that a launch still has about 2^19 threads; results do not depend
+// on it. Elsewhere an index has one lane (tests and the fuzzer run the same code on the host that way).
+constexpr int KF_LANE_BLOCK = 128;
+
+KOKKOS_INLINE_FUNCTION int kf_lane() {
+#if defined(__CUDA_ARCH__)
+  return static_cast<int>(threadIdx.x);
+#else
+  return 0;
+#endif
+}
+
+KOKKOS_INLINE_FUNCTION int kf_lanes() {
+#if defined(__CUDA_ARCH__)
+  return static_cast<int>(blockDim.x);
+#else
+  return 1;
+#endif
+}
+
+// The lanes of this thread index's group, as a mask of the warp's lanes.
+KOKKOS_INLINE_FUNCTION unsigned kf_lane_mask() {
+#if defined(__CUDA_ARCH__)
+  if (blockDim.x == 32) return 0xffffffffu;
+  return ((1u << blockDim.x) - 1u) << ((threadIdx.y * blockDim.x) & 31u);
+#else
+  return 1u;
+#endif
+}
+
+// Every lane of the group here, and each one's stores so far seen by the others.
+KOKKOS_INLINE_FUNCTION void kf_lane_sync() {
+#if defined(__CUDA_ARCH__)
+  __syncwarp(kf_lane_mask());
+#endif
+}
+
+// Lane ``from``'s ``v`` (a 4- or 8-byte number), in every lane of the group.
+template <class T>
+KOKKOS_INLINE_FUNCTION T kf_lane_value(T v, int from) {
+#if defined(__CUDA_ARCH__)
+  return __shfl_sync(kf_lane_mask(), v, from, blockDim.x);
+#else
+  (void)from;
+  return v;
+#endif
+}
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+template <class F>
+__global__ void __launch_bounds__(KF_LANE_BLOCK) kf_rows_in_lanes(const F f, const int64_t b0, const int64_t e0) {
+  const int64_t i = b0 + static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (i < e0) f(i);  // a group's lanes share i, so they take this branch together
+}
+
+// Launch on Kokkos's own stream, like its kernels; the caller fences when it waits.
+template <class F>
+void kf_cuda_for_in_lanes(const F& f, const int64_t b0, const int64_t e0) {
+  if (e0 <= b0) return;
+  const int64_t n = e0 - b0;
+  int lanes = 4;
+  while (lanes < 32 && n * lanes < (int64_t(1) << 19)) lanes *= 2;
+  const int per_block = KF_LANE_BLOCK / lanes;
+  const int64_t blocks = (n + per_block - 1) / per_block;
+  if (blocks > 2147483647) throw std::runtime_error("a kernel in lanes over " + std::to_string(n) + " indices: "
+                                                    "more blocks than CUDA launches at once");
+  kf_rows_in_lanes<F><<<static_cast<unsigned>(blocks), dim3(lanes, per_block), 0, Kokkos::Cuda().cuda_stream()>>>(
+      f, b0, e0);
+  kf_cuda_check(cudaGetLastError(), "launching a kernel in lanes");
+}
+#endif
+
+template <class Exec, class F>
+void kf_for_in_lanes(const F& f, const int64_t b0, const int64_t e0) {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+  if constexpr (std::is_same<Exec, Kokkos::Cuda>::value) {
+    kf_cuda_for_in_lanes(f, b0, e0);
+    return;
+  }
+#endif
+  Kokkos::parallel_for(Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(b0, e0), f);
+}

@@ -28,9 +28,11 @@ from .sites import FaultSite, c_string
 class Unit:
     """One translation unit: the kernel's IR, the helper functions it calls and its fault-site table."""
 
-    def __init__(self, kernel: ir.Kernel, restrict: frozenset = frozenset(), bounds_check: bool = False):
+    def __init__(self, kernel: ir.Kernel, restrict: frozenset = frozenset(), bounds_check: bool = False,
+                 lanes: dict | None = None):
         self.kernel = kernel
         self.restrict = restrict  # C++ names of Views passed as __restrict__ pointers
+        self.lanes = lanes or {}  # kernel runs in lanes: id(loop) -> its sums, for the loops split (codegen/lanes.py)
         self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
         self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
         # per fault site, the kernel's scalar arguments it divides by, or None where one of its checks divides by
@@ -114,14 +116,22 @@ def _unconverted(e):
     return e.value if isinstance(e, ir.Cast) and not e.explicit else e
 
 
-def _int_constant(e):
+def int_constant(e):
     """The value of an integer literal (``3``, ``-3``), or None."""
     if isinstance(e, ir.UnaryOp) and e.op == "-":
-        value = _int_constant(e.operand)
+        value = int_constant(e.operand)
         return None if value is None else -value
     if isinstance(e, ir.Const) and type(e.value) is int:
         return e.value
     return None
+
+
+def checked_division(e) -> bool:
+    """Whether ``e`` is an integer ``//`` or ``%`` whose divisor could be 0 or -1 (a fault site when printed)."""
+    if not (isinstance(e, ir.BinOp) and e.op in ("//", "%")):
+        return False
+    left, right = _unconverted(e.left), _unconverted(e.right)
+    return not left.type.is_float and not right.type.is_float and int_constant(right) in (None, 0, -1)
 
 
 class BodyPrinter:
@@ -219,7 +229,11 @@ class BodyPrinter:
         else:
             target = self.element(s)
             value = self.expr(s.value)
-        out.append(f"{ind}{target} {s.op or ''}= {value};")
+        if self.unit.lanes and self.function is None:  # in lanes: the first one stores, the group in step
+            out += [f"{ind}kf_lane_sync();", f"{ind}if (kf_lane() == 0) {target} {s.op or ''}= {value};",
+                    f"{ind}kf_lane_sync();"]
+        else:
+            out.append(f"{ind}{target} {s.op or ''}= {value};")
 
     def stmt_If(self, s, out, ind):
         out.append(f"{ind}if ({self.expr(s.test)}) {{")
@@ -237,6 +251,8 @@ class BodyPrinter:
     def stmt_For(self, s, out, ind):
         """A counted loop over its own counter (the body may reassign the variable, as Python allows);
         the bound is read once, and a step's sign decides the test."""
+        if self.function is None and id(s) in self.unit.lanes:
+            return self.split_loop(s, out, ind, self.unit.lanes[id(s)])
         start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
         n = s.tmp
         out.append(f"{ind}{{")
@@ -252,6 +268,30 @@ class BodyPrinter:
         self.block(s.body, out, ind + "  ")
         out.append(f"{ind}  }}")
         out.append(f"{ind}}}")
+
+    def split_loop(self, s, out, ind, sums):
+        """A loop split over the lanes (codegen/lanes.py): each round, lane k runs iteration base + k, adding to
+        its own copy of each sum (from -0.0 or 0, which adding leaves every value as it is); then every lane adds
+        the rounds' terms to the sums in iteration order, lane by lane, as the sequential loop adds them."""
+        n = s.tmp
+        terms = [f"kf_term{n}_{k}" for k in range(len(sums))]
+        out.append(f"{ind}{{")
+        out.append(f"{ind}  const int64_t kf_end{n} = {self.expr(s.stop)};")
+        out.append(f"{ind}  for (int64_t kf_base{n} = {self.expr(s.start)}; kf_base{n} < kf_end{n}; "
+                   f"kf_base{n} += kf_lanes()) {{")
+        out.append(f"{ind}    const int64_t kf_it{n} = kf_base{n} + kf_lane();")
+        out += [f"{ind}    {t.cpp} {term} = {t.cpp}({'-0.0' if t.is_float else '0'});"
+                for term, (_, t) in zip(terms, sums)]
+        out.append(f"{ind}    if (kf_it{n} < kf_end{n}) {{")
+        out += [f"{ind}      {t.cpp}& {ident(name)} = {term};" for term, (name, t) in zip(terms, sums)]
+        out.append(f"{ind}      const int64_t {ident(s.var)} = kf_it{n};")
+        self.block(s.body, out, ind + "    ")
+        out.append(f"{ind}    }}")
+        out.append(f"{ind}    const int kf_live{n} = static_cast<int>(kf_end{n} - kf_base{n} < kf_lanes() ? "
+                   f"kf_end{n} - kf_base{n} : kf_lanes());")
+        out.append(f"{ind}    for (int kf_from{n} = 0; kf_from{n} < kf_live{n}; ++kf_from{n}) {{")
+        out += [f"{ind}      {ident(name)} += kf_lane_value({term}, kf_from{n});" for term, (name, _) in zip(terms, sums)]
+        out += [f"{ind}    }}", f"{ind}  }}", f"{ind}}}"]
 
     def stmt_Lambda(self, s, out, ind):
         """A nested def: a C++ lambda, the body of TeamThreadRange / ThreadVectorRange parallelism or pk.single."""
@@ -308,7 +348,7 @@ class BodyPrinter:
             return f"std::floor({a} / {b})" if op == "//" else f"kf_fmod_py({a}, {b})"
         if op in ("//", "%"):
             kind = "floordiv" if op == "//" else "mod"
-            if _int_constant(right) not in (None, 0, -1):  # a divisor that can be neither 0 nor -1
+            if not checked_division(e):
                 return f"kf_{kind}({a}, {b})"
             site = self.site(kind, e.loc)
             self.unit.divides_by(site, right if self.function is None else None)

@@ -124,6 +124,14 @@ def leaves_early(stmts) -> bool:
                for s in stmts)
 
 
+def statements(stmts):
+    """Every statement under ``stmts``, nested ones (inner blocks, nested defs) after the one holding them."""
+    for s in stmts:
+        yield s
+        for inner in _bodies(s):
+            yield from statements(inner)
+
+
 def _bodies(s) -> tuple:
     if isinstance(s, ir.If):
         return (s.body, s.orelse)

@@ -1,0 +1,85 @@
+"""Rows in lanes: which GPU kernels run each thread index on a group of lanes, and which of their loops split.
+
+A thread per row that adds up a loop's terms (a row sum, a row's dot product) reads its row one element at a
+time, the rows of a warp's threads far apart in memory. On a CUDA device such a kernel instead runs each thread
+index on a group of lanes (4 to 32 CUDA threads of one warp, the prelude's ``kf_for_in_lanes``): in a split loop
+the lanes compute consecutive iterations' terms at once, their loads side by side, and then every lane adds the
+terms to the sums in the loop's own order, each taken from its lane in turn (a warp shuffle). The sums are the
+sequential ones bit for bit, so whether a kernel runs in lanes never changes a result: eager and fused kernels,
+GPU and host, may differ in form and still agree. Outside split loops every lane runs the body alike (so every
+lane holds the same values), except stores, which the group's first lane makes between two syncs of the group,
+so that no lane reads memory ahead of or behind what a sequential thread would.
+
+A loop splits when its body only assigns locals: one ``+=`` per sum (a float or integer of 4 or 8 bytes, added a
+value of its own type) that the body does not otherwise read or write, and temporaries each iteration assigns
+before reading and nothing after the loop reads; no checked division; a step of one. A kernel runs in lanes when
+it is a rank-1 ``parallel_for`` over a range on a CUDA device, some loop of it splits, and nothing in it acts
+beyond its thread's memory and values in ways the lanes would repeat (atomics, helper calls, prints, nested
+parallelism, team operations). ``KFUSE_BOUNDS_CHECK=1`` keeps kernels as written.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..frontend.spec import KernelSpec
+from ..ir import nodes as ir
+from ..ir.access import expressions, names_read, referenced, statements, subexpressions
+from ..types import DType
+from .printer import checked_division
+
+#: Spaces whose kernels may run in lanes (the prelude's lanes use CUDA's warp shuffles and syncs).
+LANE_SPACES = frozenset({"Cuda"})
+#: Sums a shuffle moves whole, added in one C++ operation of their own type.
+_SHUFFLED = frozenset({DType.float32, DType.float64, DType.int32, DType.int64, DType.uint32, DType.uint64})
+#: Statements and expressions whose effect every lane would repeat.
+_REPEATED_STATEMENTS = (ir.Eval, ir.Print, ir.Barrier, ir.Single, ir.ScratchView, ir.Lambda, ir.SetField)
+_REPEATED_EXPRESSIONS = (ir.Atomic, ir.HelperCall, ir.New, ir.Nested, ir.TeamQuery)
+
+
+def lane_loops(kernel: ir.Kernel, spec: KernelSpec, bounds_check: bool) -> dict:
+    """``id(loop)`` -> its sums ((name, DType), ...) for every loop that splits, when the kernel runs in lanes;
+    empty when it runs a thread per index as written."""
+    if spec.op != "for" or spec.policy != "range" or spec.rank != 1 or spec.space not in LANE_SPACES \
+            or bounds_check or kernel.helpers:
+        return {}
+    stmts = list(statements(kernel.body))
+    if any(_repeated(s) for s in stmts):
+        return {}
+    found = {}
+    for s in stmts:
+        sums = _sums(s, stmts) if isinstance(s, ir.For) else ()
+        if sums:
+            found[id(s)] = sums
+    return found
+
+
+def _repeated(s) -> bool:
+    return isinstance(s, _REPEATED_STATEMENTS) or any(
+        isinstance(e, _REPEATED_EXPRESSIONS) for top in expressions(s) for e in subexpressions(top))
+
+
+def _sums(loop: ir.For, stmts: list) -> tuple:
+    """The sums of ``loop`` if it splits (see the module's docstring), else ()."""
+    body = loop.body
+    if loop.strided or not loop.scoped or not all(isinstance(s, ir.Assign) for s in body):
+        return ()
+    if any(checked_division(e) for s in body for e in subexpressions(s.value)):
+        return ()
+    assigned = {s.name for s in body}
+    if loop.var in assigned:
+        return ()
+    counts, read = Counter(s.name for s in body), names_read(body)
+    sums = {s.name: s.type for s in body if s.op == "+" and counts[s.name] == 1 and s.name not in read
+            and s.type in _SHUFFLED and getattr(s.value, "type", None) == s.type}
+    defined: set = set()
+    for s in body:
+        needs = referenced(s.value, views=False) | ({s.name} if s.op and s.name not in sums else set())
+        if needs & (assigned - defined):  # a value carried over from an earlier iteration
+            return ()
+        if s.name not in sums:
+            defined.add(s.name)
+    inside = {id(s) for s in statements(body)}
+    outside = set().union(*(referenced(e, views=False) for s in stmts if id(s) not in inside for e in expressions(s)))
+    if not sums or (assigned - set(sums)) & outside:
+        return ()
+    return tuple(sums.items())
