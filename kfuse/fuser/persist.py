@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import config
 from ..codegen import kernel as codegen
-from ..codegen.lanes import LANE_SPACES
+from ..codegen import lanes
 
 
 @lru_cache(maxsize=1)
@@ -42,7 +42,7 @@ def _member_digest(prepared) -> str:
 def key(group, alias_pattern, scalar_pattern, transforms, scratch=(), ranges=()) -> str:
     """``ranges``: a horizontal group's parts (pipeline.group_key), whose bounds its code holds."""
     parts = [_kfuse_fingerprint(), config.cache_key(), ",".join(sorted(codegen.BLOCK_SPACES)),
-             ",".join(sorted(codegen.QUEUED_SPACES)), ",".join(sorted(LANE_SPACES)), repr(alias_pattern),
+             ",".join(sorted(codegen.QUEUED_SPACES)), ",".join(sorted(lanes.LANE_SPACES)), repr(alias_pattern),
              repr(scalar_pattern), ",".join(sorted(transforms)), repr(tuple(scratch)), repr(tuple(ranges))]
     parts += [f"{type(c.policy).__name__}:{_member_digest(c.prepared)}" for c in group]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
