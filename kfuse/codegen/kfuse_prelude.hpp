@@ -414,6 +414,9 @@ void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typenam
 // indices, the more lanes each gets (4 to 32), so that a launch still has about 2^19 threads; results do not depend
 // on it. Elsewhere an index has one lane (tests and the fuzzer run the same code on the host that way).
 constexpr int KF_LANE_BLOCK = 128;
+#ifndef KF_LEAST_LANES  // a measurement knob: KFUSE_OPT_FLAGS="-O3 -DKF_LEAST_LANES=32" gives every index 32 lanes
+#define KF_LEAST_LANES 4
+#endif
 
 KOKKOS_INLINE_FUNCTION int kf_lane() {
 #if defined(__CUDA_ARCH__)
@@ -471,7 +474,7 @@ template <class F>
 void kf_cuda_for_in_lanes(const F& f, const int64_t b0, const int64_t e0) {
   if (e0 <= b0) return;
   const int64_t n = e0 - b0;
-  int lanes = 4;
+  int lanes = KF_LEAST_LANES;
   while (lanes < 32 && n * lanes < (int64_t(1) << 19)) lanes *= 2;
   const int per_block = KF_LANE_BLOCK / lanes;
   const int64_t blocks = (n + per_block - 1) / per_block;
