@@ -409,13 +409,13 @@ void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typenam
 }
 #endif
 
-// Rows in lanes (codegen/lanes.py): on a CUDA device each thread index of a kernel runs on a group of lanes,
-// blockDim.x CUDA threads side by side in one warp (threadIdx.x the lane), blockDim.y indices a block. The fewer the
-// indices, the more lanes each gets (4 to 32), so that a launch still has about 2^19 threads; results do not depend
-// on it. Elsewhere an index has one lane (tests and the fuzzer run the same code on the host that way).
+// Rows in lanes (codegen/lanes.py): on a CUDA device each thread index of a kernel of at most KF_FEW_INDICES
+// indices runs on a group of 32 lanes (blockDim.x, threadIdx.x the lane: one warp), blockDim.y indices a block; a
+// kernel of more indices runs a thread an index, one lane each (the same code). Results do not depend on it.
+// Elsewhere an index has one lane (tests and the fuzzer run the same code on the host that way).
 constexpr int KF_LANE_BLOCK = 128;
-#ifndef KF_LEAST_LANES  // a measurement knob: KFUSE_OPT_FLAGS="-O3 -DKF_LEAST_LANES=32" gives every index 32 lanes
-#define KF_LEAST_LANES 4
+#ifndef KF_FEW_INDICES  // a measurement knob: KFUSE_OPT_FLAGS="-O3 -DKF_FEW_INDICES=0" gives every index one lane
+#define KF_FEW_INDICES 256
 #endif
 
 KOKKOS_INLINE_FUNCTION int kf_lane() {
@@ -447,7 +447,7 @@ KOKKOS_INLINE_FUNCTION unsigned kf_lane_mask() {
 // Every lane of the group here, and each one's stores so far seen by the others.
 KOKKOS_INLINE_FUNCTION void kf_lane_sync() {
 #if defined(__CUDA_ARCH__)
-  __syncwarp(kf_lane_mask());
+  if (blockDim.x > 1) __syncwarp(kf_lane_mask());
 #endif
 }
 
@@ -455,7 +455,7 @@ KOKKOS_INLINE_FUNCTION void kf_lane_sync() {
 template <class T>
 KOKKOS_INLINE_FUNCTION T kf_lane_value(T v, int from) {
 #if defined(__CUDA_ARCH__)
-  return __shfl_sync(kf_lane_mask(), v, from, blockDim.x);
+  return blockDim.x > 1 ? __shfl_sync(kf_lane_mask(), v, from, blockDim.x) : v;
 #else
   (void)from;
   return v;
@@ -474,8 +474,7 @@ template <class F>
 void kf_cuda_for_in_lanes(const F& f, const int64_t b0, const int64_t e0) {
   if (e0 <= b0) return;
   const int64_t n = e0 - b0;
-  int lanes = KF_LEAST_LANES;
-  while (lanes < 32 && n * lanes < (int64_t(1) << 19)) lanes *= 2;
+  const int lanes = n <= KF_FEW_INDICES ? 32 : 1;
   const int per_block = KF_LANE_BLOCK / lanes;
   const int64_t blocks = (n + per_block - 1) / per_block;
   if (blocks > 2147483647) throw std::runtime_error("a kernel in lanes over " + std::to_string(n) + " indices: "
