@@ -44,6 +44,22 @@ def rowsum(tid: int, N: int, M: pk.View2D[pk.double], s: pk.View1D[pk.double]):
 
 
 @pk.workunit
+def row_dot(tid: int, N: int, M: pk.View2D[pk.double], w: pk.View1D[pk.double], out: pk.View1D[pk.double]):
+    s: float = 0.0
+    for i in range(N):
+        s += M[tid][i] * w[i]
+    out[tid] = s * 0.5
+
+
+@pk.workunit
+def row_dot_after(tid: int, N: int, M: pk.View2D[pk.double], out: pk.View1D[pk.double], s0: float):
+    s: float = s0 + out[tid]  # starts from what the first member stored after its loop
+    for i in range(N):
+        s += M[tid][i]
+    out[tid] = s
+
+
+@pk.workunit
 def rownorm(tid: int, N: int, M: pk.View2D[pk.double], s: pk.View1D[pk.double], out: pk.View2D[pk.double]):
     for i in range(N):
         out[tid][i] = M[tid][i] / s[tid]
@@ -413,6 +429,28 @@ def test_loops_refuses_bounds_read_from_an_array_the_first_loop_writes():
     kernel = transformed(fused(*calls), "args")
     check_pass(loops_pass.run, kernel, False)
     assert_launch_matches_eager(calls, transformed(kernel, *manager.NAMES), [cnt, M])
+
+
+def test_loops_moves_a_members_stores_after_the_next_members_loop_to_merge_them():
+    M, w1, w2, o1, o2 = view((T, N), 8), view(N, 9), view(N, 10), pk.View(T), pk.View(T)
+    calls = [call(row_dot, T, N=N, M=M, w=w1, out=o1), call(row_dot, T, N=N, M=M, w=w2, out=o2)]
+
+    def one_loop_first(out):
+        assert n_loops(out) == 1
+        kinds = [type(s).__name__ for s in out.source.tree.body]
+        assert kinds[kinds.index("For") - 2:kinds.index("For")] == ["AnnAssign", "AnnAssign"]  # both sums start
+        assert "k0_out[i0] = k0_s * 0.5" in text(out).split("for ")[1]  # first member's store after the loop
+
+    merged = check_pass(loops_pass.run, transformed(fused(*calls), "args"), True, one_loop_first)
+    assert_launch_matches_eager(calls, merged, [o1, o2])
+
+
+def test_loops_keeps_a_loop_after_a_store_it_depends_on():
+    M, w, out = view((T, N), 11), view(N, 12), pk.View(T)
+    calls = [call(row_dot, T, N=N, M=M, w=w, out=out), call(row_dot_after, T, N=N, M=M, out=out, s0=1.0)]
+    kernel = transformed(fused(*calls), "args")
+    check_pass(loops_pass.run, kernel, False)  # the second sum starts from the first member's store
+    assert_launch_matches_eager(calls, transformed(kernel, *manager.NAMES), [out])
 
 
 def test_loops_refuses_a_body_that_reassigns_the_loop_variable():

@@ -6,7 +6,10 @@ body writes and the other touches is accessed, in both bodies and through one st
 dimension indexed by ``j + c`` (one same c), so iteration j touches only its own slice of it; no scalar
 written by one body is used by the other; the loop bounds read nothing either body writes; and neither
 body leaves the loop early (break/continue/return). When unsure, loops stay apart. Applied to a
-fixpoint, including loops nested inside merged ones.
+fixpoint, including loops nested inside merged ones. A loop separated from the one before it by plain
+assignments (a fused member's stores after its loop, the next member's sums started) is moved up to it where no
+statement then reads anything else than it did: its sums' starts before the first loop, the rest after the second
+(GaussianNB's per-class passes over a row of X then read the row once).
 
 The facts come from the kernel's IR and its access analysis (``kfuse.ir.access``); merging rewrites the
 Python AST, which is lowered again after each merge, so every decision reads the tree as it stands.
@@ -15,12 +18,19 @@ from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 
 from ..errors import SourceError
 from ..ir import nodes as ir
 from ..ir.access import analyse, assigned_names, leaves_early, names_read, referenced
 from ..ir.lower import lower, lowered
+from ..ir.typing import BINARY_FLOAT_MATH, UNARY_FLOAT_MATH
 from .ir import FusedKernel, PassResult, alias_classes, storage_classes
+
+
+#: Calls a plain assignment may make and still move: math functions and conversions (no memory touched).
+PURE_CALLS = UNARY_FLOAT_MATH | BINARY_FLOAT_MATH | {"abs", "fabs", "min", "max", "float", "int", "bool", "round",
+                                                    "isnan", "isinf", "isfinite", "fma"}
 
 
 def _rename(nodes, old: str, new: str):
@@ -129,8 +139,55 @@ class _Fuser:
             return False  # merged, the second range would be taken before the first body ran
         return all(_own_slices(acc_a[name] | acc_b[name]) for name in (wr_a | wr_b) & set(acc_a) & set(acc_b))
 
+    def _loop_effects(self, loop: ast.For):
+        """``loop``'s _Effects, its bounds' reads included."""
+        analysis, loops = self.facts
+        found = loops[id(loop)]
+        accesses, written, scalars_written, scalars_read, exits = self._footprint(analysis, found, {})
+        scalars_read |= set().union(*(referenced(e, views=False) for e in (found.start, found.stop, found.step)))
+        opaque = any(isinstance(a, str) for kinds in accesses.values() for a in kinds)
+        return _Effects(scalars_read, scalars_written, set(accesses), written, exits or opaque)
+
+    def _plain_effects(self, stmts: list):
+        """The _Effects of plain assignments, or None for statements this cannot read."""
+        names = _simple_names(stmts)
+        if names is None:
+            return None
+        read, written = names
+        views = set(self.views)
+        return _Effects(read - views, written - views, {self.views[n] for n in read & views},
+                        {self.views[n] for n in written & views}, False)
+
+    def move_to_merge(self, stmts: list, p: int, k: int) -> bool:
+        """Reorder ``stmts[p:k + 1]``, a loop, plain assignments, a loop, so that the second loop can merge with
+        the first: the assignments that only start the second loop's sums (``s = 0.0``) go before the first
+        loop, the rest after the second, where neither move changes what any statement reads. Fused members'
+        bodies put each member's stores and its next sums' starts between their loops. False, and ``stmts``
+        as it was, where that cannot be proved or the loops still cannot merge."""
+        if not self._lowered():
+            return False
+        first, between, second = stmts[p], stmts[p + 1:k], stmts[k]
+        sums = self._loop_effects(second).scalars_written
+        starts = [s for s in between if isinstance(s, (ast.Assign, ast.AnnAssign)) and _simple_names([s]) is not None
+                  and _simple_names([s])[1] <= sums]
+        rest = [s for s in between if s not in starts]
+        effects = [self._plain_effects(starts), self._plain_effects(rest)]
+        if None in effects or not _apart(effects[0], effects[1]) or \
+                not _apart(effects[0], self._loop_effects(first)) or not _apart(self._loop_effects(second), effects[1]):
+            return False
+        original = stmts[p:k + 1]
+        stmts[p:k + 1] = [*starts, first, second, *rest]
+        self.merged, self.facts = True, None
+        if self.can_merge(first, second):
+            return True
+        stmts[p:p + len(original)] = original
+        self.facts = None
+        return False
+
     def fuse(self, stmts: list) -> bool:
-        """Merge adjacent loops of ``stmts`` in place, nested lists first; True when anything merged."""
+        """Merge adjacent loops of ``stmts`` in place, nested lists first; True when anything merged. A loop
+        after plain assignments that follow a loop moves up to merge with it where it may run before them
+        (fused members' bodies put each member's stores between their loops)."""
         modified = False
         k = 0
         while k < len(stmts):
@@ -139,6 +196,10 @@ class _Fuser:
                 inner = getattr(stmt, field, None)
                 if isinstance(inner, list) and inner and not isinstance(stmt, ast.FunctionDef):
                     modified |= self.fuse(inner)
+            if isinstance(stmt, ast.For):
+                p = _loop_before(stmts, k)
+                if p is not None and p < k - 1 and self.move_to_merge(stmts, p, k):
+                    k = stmts.index(stmt)
             prev = stmts[k - 1] if k else None
             if isinstance(prev, ast.For) and isinstance(stmt, ast.For) and self.can_merge(prev, stmt):
                 prev.body.extend(_rename(stmt.body, stmt.target.id, prev.target.id))
@@ -149,6 +210,67 @@ class _Fuser:
                 continue
             k += 1
         return modified
+
+
+@dataclass(frozen=True)
+class _Effects:
+    """What a piece of a body reads and writes: scalars by name, arrays by alias class; ``blocked``: it leaves
+    early or touches memory this cannot see (an atomic, a helper's)."""
+
+    scalars_read: set
+    scalars_written: set
+    arrays_read: set
+    arrays_written: set
+    blocked: bool
+
+
+def _apart(a: _Effects, b: _Effects) -> bool:
+    """Whether ``a`` and ``b`` may run in either order: neither writes what the other reads or writes."""
+    return not (a.blocked or b.blocked or a.scalars_written & (b.scalars_read | b.scalars_written)
+                or b.scalars_written & a.scalars_read or a.arrays_written & (b.arrays_read | b.arrays_written)
+                or b.arrays_written & a.arrays_read)
+
+
+def _loop_before(stmts: list, k: int) -> int | None:
+    """The index of the nearest ``for`` before ``stmts[k]`` with only plain assignments between, or None."""
+    for p in range(k - 1, -1, -1):
+        if isinstance(stmts[p], ast.For):
+            return p
+        if not isinstance(stmts[p], (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            return None
+    return None
+
+
+def _pure_call(call: ast.Call) -> bool:
+    """A math function or conversion, spelled as kernels spell them (``pk.log(x)``, ``abs(x)``, ``float(x)``)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+        func.value.id in ("pk", "math") else func.id if isinstance(func, ast.Name) else None
+    return name in PURE_CALLS
+
+
+def _simple_names(stmts: list) -> tuple | None:
+    """(names read, names written) by plain assignments, or None where one is not plain (a call that may touch
+    memory, a target other than a name or a subscripted name): a subscripted target writes its array and reads
+    its indices; an augmented one reads its target too."""
+    read, written = set(), set()
+    for s in stmts:
+        if not isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or \
+                any(isinstance(n, ast.Call) and not _pure_call(n) for n in ast.walk(s)):
+            return None
+        for t in s.targets if isinstance(s, ast.Assign) else [s.target]:
+            base = t
+            while isinstance(base, ast.Subscript):
+                read |= {n.id for n in ast.walk(base.slice) if isinstance(n, ast.Name)}
+                base = base.value
+            if not isinstance(base, ast.Name):
+                return None
+            written.add(base.id)
+            if isinstance(s, ast.AugAssign):
+                read.add(base.id)
+        if s.value is not None:
+            read |= {n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}
+    return read, written
 
 
 def run(kernel: FusedKernel) -> PassResult:
