@@ -238,10 +238,24 @@ def test_an_intermediate_grabbed_with_numpy_between_is_right(fresh_stats):
 
 
 # --- GPU memory of op results (runtime/device.py), with a stand-in for the CUDA library -------------------
+def test_a_host_kernel_writing_memory_left_for_a_gpu_kernel_defines_it(fake_cuda):
+    from kfuse.ops._common import new_view
+    from kfuse.runtime import device
+
+    pk.set_default_space(pk.Cuda)
+    result = new_view((8,), np.float64)  # for a GPU kernel to write first: nothing to copy over before it
+    pk.set_default_space(pk.OpenMP)
+    pk.parallel_for(8, scale, x=pk.array(np.arange(8.0)), y=result)  # a host kernel writes it instead
+    pk.set_default_space(pk.Cuda)
+    device.device_pointer(result, writes=False)
+    assert fake_cuda.to_device == [64]  # what the host kernel wrote reaches the GPU
+
+
 def test_an_op_result_is_not_copied_to_the_gpu_before_its_kernel_writes_it(fake_cuda):
     from kfuse.ops._common import new_view
     from kfuse.runtime import device
 
+    device.undefined(new_view((8,), np.float64)._array)  # a mark an earlier use of pooled memory may leave
     host_result = new_view((8,), np.float64)  # default space OpenMP: its contents come from a host kernel
     pk.set_default_space(pk.Cuda)
     result, defined = new_view((8,), np.float64), new_view((8,), np.float64)

@@ -157,6 +157,8 @@ def new_view(shape, dtype) -> View:
     array, ptr = buffers.empty(shape, dtype, make_room=_run_pending)
     if for_gpu():
         device.undefined(array)
+    else:
+        device.defined(array)
     view = View.result(array, dtype_of(array.dtype), ptr)
     views.note_undefined(array)
     return view

@@ -153,6 +153,13 @@ def release_all() -> None:
     _free_spares()
 
 
+def defined(array: np.ndarray) -> None:
+    """``array``'s memory gets its values on the host (a host kernel's result): a mark ``undefined`` left there by
+    an earlier use of the memory (a pooled array handed out again) goes."""
+    if _undefined:
+        _undefined.pop(id(memory_owner(array)), None)
+
+
 def device_pointer(view, writes: bool) -> int:
     """The device address of ``view``'s first element, with the device copy brought up to date."""
     if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
@@ -205,8 +212,8 @@ def before_launch(args, writes) -> None:
 
 def host_launch(args, writes) -> None:
     """A host kernel (OpenMP, Serial, Debug) is about to use ``args``: as for any host access, device-newer data
-    comes back first, and what it may write makes the device copy stale."""
-    if not _mirrors:
+    comes back first, and what it may write makes the device copy stale and its contents defined."""
+    if not keeps_state():
         return
     for a, w in zip(args, writes):
         if isinstance(a, View) and a._array is not None:
