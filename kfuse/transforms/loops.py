@@ -150,7 +150,7 @@ class _Fuser:
 
     def _plain_effects(self, stmts: list):
         """The _Effects of plain assignments, or None for statements this cannot read."""
-        names = _simple_names(stmts)
+        names = _simple_names(stmts, self.kernel.source.helpers)
         if names is None:
             return None
         read, written = names
@@ -168,8 +168,9 @@ class _Fuser:
             return False
         first, between, second = stmts[p], stmts[p + 1:k], stmts[k]
         sums = self._loop_effects(second).scalars_written
-        starts = [s for s in between if isinstance(s, (ast.Assign, ast.AnnAssign)) and _simple_names([s]) is not None
-                  and _simple_names([s])[1] <= sums]
+        helpers = self.kernel.source.helpers
+        starts = [s for s in between if isinstance(s, (ast.Assign, ast.AnnAssign))
+                  and _simple_names([s], helpers) is not None and _simple_names([s], helpers)[1] <= sums]
         rest = [s for s in between if s not in starts]
         effects = [self._plain_effects(starts), self._plain_effects(rest)]
         if None in effects or not _apart(effects[0], effects[1]) or \
@@ -241,22 +242,23 @@ def _loop_before(stmts: list, k: int) -> int | None:
     return None
 
 
-def _pure_call(call: ast.Call) -> bool:
-    """A math function or conversion, spelled as kernels spell them (``pk.log(x)``, ``abs(x)``, ``float(x)``)."""
+def _pure_call(call: ast.Call, helpers) -> bool:
+    """A math function or conversion, spelled as kernels spell them (``pk.log(x)``, ``abs(x)``, ``float(x)``), not
+    one of the kernel's ``helpers`` (``@pk.function``s, which may write the Views they are given)."""
     func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-        func.value.id in ("pk", "math") else func.id if isinstance(func, ast.Name) else None
-    return name in PURE_CALLS
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("pk", "math"):
+        return func.attr in PURE_CALLS
+    return isinstance(func, ast.Name) and func.id in PURE_CALLS and func.id not in helpers
 
 
-def _simple_names(stmts: list) -> tuple | None:
+def _simple_names(stmts: list, helpers) -> tuple | None:
     """(names read, names written) by plain assignments, or None where one is not plain (a call that may touch
     memory, a target other than a name or a subscripted name): a subscripted target writes its array and reads
     its indices; an augmented one reads its target too."""
     read, written = set(), set()
     for s in stmts:
         if not isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or \
-                any(isinstance(n, ast.Call) and not _pure_call(n) for n in ast.walk(s)):
+                any(isinstance(n, ast.Call) and not _pure_call(n, helpers) for n in ast.walk(s)):
             return None
         for t in s.targets if isinstance(s, ast.Assign) else [s.target]:
             base = t
