@@ -2,7 +2,7 @@
 the time of each of its kernels, launch and fence included (``launch.profile`` makes each launch wait). Quicker
 than bench_peer_parts.py (no eager or fused runs to compile first), for comparing code generation settings:
 
-    KFUSE_DEFAULT_SPACE=Cuda python benchmarks/bench_captured_kernels.py gaussian_nb [--repeats 31]
+    KFUSE_DEFAULT_SPACE=Cuda python benchmarks/bench_captured_kernels.py gaussian_nb [--repeats 31] [--size medium]
     KFUSE_DEFAULT_SPACE=Cuda KFUSE_OPT_FLAGS="-O3 -DKF_FEW_INDICES=0" python benchmarks/bench_captured_kernels.py ...
 """
 from __future__ import annotations
@@ -25,8 +25,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=peers.WORKLOADS)
     parser.add_argument("--repeats", type=int, default=31)
+    parser.add_argument("--size", help="the workload's size (peers.SIZES' form); default: the peers bench's")
     args = parser.parse_args()
     size = peers.SIZES["gpu" if spaces.on_device(pk.get_default_space().value) else "host"][args.workload]
+    if args.size:
+        size = type(size)(args.size)
     _, _, captured = peers.WORKLOADS[args.workload][0](size)
     pk.enable_fusion()
     for _ in range(5):
