@@ -503,7 +503,7 @@ def after_fault(group: list, exc, failures) -> None:
         touched = [(call.args[i].bounds, views.lattice(call.args[i])) for i in (*reads, *writes)]
         if call in culprits or any(views.meet(*gone, *mine) for gone in lost for mine in touched):
             failures.poison(call, failure)
-            lost += [(call.args[i].bounds, views.lattice(call.args[i])) for i in writes]
+            lost += touched[len(reads):]
         elif call.result is not None:
             call.result.set_result(value)
 
