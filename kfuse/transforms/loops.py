@@ -167,14 +167,16 @@ class _Fuser:
         if not self._lowered():
             return False
         first, between, second = stmts[p], stmts[p + 1:k], stmts[k]
-        sums = self._loop_effects(second).scalars_written
-        helpers = self.kernel.source.helpers
-        starts = [s for s in between if isinstance(s, (ast.Assign, ast.AnnAssign))
-                  and _simple_names([s], helpers) is not None and _simple_names([s], helpers)[1] <= sums]
+        moved, helpers = self._loop_effects(second), self.kernel.source.helpers
+
+        def starts_a_sum(s) -> bool:
+            names = _simple_names([s], helpers) if isinstance(s, (ast.Assign, ast.AnnAssign)) else None
+            return names is not None and names[1] <= moved.scalars_written
+        starts = [s for s in between if starts_a_sum(s)]
         rest = [s for s in between if s not in starts]
         effects = [self._plain_effects(starts), self._plain_effects(rest)]
         if None in effects or not _apart(effects[0], effects[1]) or \
-                not _apart(effects[0], self._loop_effects(first)) or not _apart(self._loop_effects(second), effects[1]):
+                not _apart(effects[0], self._loop_effects(first)) or not _apart(moved, effects[1]):
             return False
         original = stmts[p:k + 1]
         stmts[p:k + 1] = [*starts, first, second, *rest]
