@@ -369,7 +369,7 @@ class View:
     """
 
     __slots__ = ("_array", "uid", "born", "dtype", "shape", "ndim", "storage", "ptr", "strides", "bounds", "sig",
-                 "trait", "_escapes", "_parts", "_place", "__weakref__")
+                 "trait", "_escapes", "_parts", "_place", "_mirror", "__weakref__")
 
     def __init__(self, shape, dtype=DType.float64, space=None, layout=None, trait=None, *,
                  _array: np.ndarray | None = None, _ptr: int | None = None):
@@ -402,6 +402,7 @@ class View:
         self._escapes = None  # (escape.version, escape entries covering this View's bytes)
         self._parts = None  # (the ``_resizes`` count it was made at, {index key: subview})
         self._place = None  # ``place(self)``, once asked
+        self._mirror = None  # its memory's device copy, once a GPU launch asked (kfuse/runtime/device.py)
 
     # --- construction helpers -------------------------------------------------------------
     @classmethod
@@ -427,7 +428,7 @@ class View:
         view.strides = (1,) if ndim == 1 else tuple(s // array.itemsize for s in array.strides)
         view.storage, view.ptr, view.bounds, view.trait = "right", ptr, (ptr, ptr + array.nbytes), Trait.TraitDefault
         view.sig = _sig_of(dtype, ndim, "right")
-        view._escapes, view._parts, view._place = (escape.version, ()), None, None
+        view._escapes, view._parts, view._place, view._mirror = (escape.version, ()), None, None, None
         return view
 
     @classmethod
@@ -514,7 +515,7 @@ class View:
                 hi += itemsize
         view.bounds = (lo, hi) if array.size else (lo, lo)
         view.sig = _sig(view)
-        view._escapes, view._parts, view._place = _within(whole, *view.bounds), None, None
+        view._escapes, view._parts, view._place, view._mirror = _within(whole, *view.bounds), None, None, None
         return view
 
     def __copy__(self) -> "View":
@@ -771,7 +772,7 @@ class DeviceView(View):
         if any(s % np_dtype.itemsize for s in strides):
             raise ValueError("device array strides must be whole elements")
         self = object.__new__(cls)
-        self._array = None
+        self._array = self._mirror = None
         self.owner = obj
         self.uid = self.born = next(_uids)
         self.dtype = dtype_of(np_dtype)

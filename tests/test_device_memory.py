@@ -92,6 +92,23 @@ def test_a_user_array_the_program_keeps_is_current(fake_gpu, mode):
     np.testing.assert_array_equal(base, np.full(N, 6.0))
 
 
+def test_a_resized_view_launches_with_its_new_memory(fake_gpu, mode):
+    """A View keeps the device copy it found (runtime/device.py ``_mirror_for``); ``resize`` gives it new memory,
+    which its next launch must use: the kernel reads the new elements and its result reaches the host."""
+    x, y = inputs(), pk.View([N])
+    pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+    np.testing.assert_array_equal(np.asarray(y), 2.0 * np.arange(N))
+    old_x, old_y = x[0:N], y[0:N]  # the old memory lives on (and so does its device copy)
+    x.resize(0, 2 * N)  # the old elements kept, the new ones zero
+    x[N:] = 7.0
+    y.resize(0, 2 * N)
+    pk.parallel_for(2 * N, dm_scale, a=3.0, x=x, y=y)
+    want = 3.0 * np.concatenate([np.arange(N), np.full(N, 7.0)])
+    np.testing.assert_array_equal(np.asarray(y), want)
+    np.testing.assert_array_equal(np.asarray(old_y), 2.0 * np.arange(N))
+    np.testing.assert_array_equal(np.asarray(old_x), np.arange(N))
+
+
 def test_deep_copy_between_device_views_stays_on_the_device(fake_gpu, mode):
     x, y, z = inputs(), pk.View([N]), pk.View([N])
     pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)

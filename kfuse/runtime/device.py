@@ -79,6 +79,17 @@ def _copy(name: str, dst: int, src: int, nbytes: int) -> None:
 
 
 def _mirror_for(view) -> Mirror:
+    """``view``'s memory's mirror, made at its first GPU use. The View keeps the one it found (each launch asks
+    for every View it takes): its memory owner lives as long as it does, so while that mirror is listed it is
+    the one at the owner's address."""
+    mirror = view._mirror
+    if mirror is not None and _mirrors.get(mirror.host_ptr) is mirror:
+        return mirror
+    view._mirror = mirror = _owner_mirror(view)
+    return mirror
+
+
+def _owner_mirror(view) -> Mirror:
     root = memory_owner(view._array)
     address = root.__array_interface__["data"][0]
     mirror = _mirrors.get(address)
@@ -202,6 +213,8 @@ def _reachable(view, writes) -> bool:
 def before_launch(args, writes) -> None:
     """Memory the program reaches directly may have changed on the host since the last launch: its host
     side is taken as current (after fetching what an earlier GPU kernel left on the device)."""
+    if not escape.live() and NumpyArgument not in map(type, args):  # (every launch passes here)
+        return
     for a, w in zip(args, writes):
         if isinstance(a, View) and _reachable(a, w):
             mirror = _mirror_for(a)
@@ -222,6 +235,8 @@ def host_launch(args, writes) -> None:
 
 def after_launch(args, writes) -> None:
     """Bring results in memory the program reaches directly back at once (no barrier will)."""
+    if not escape.live() and NumpyArgument not in map(type, args):
+        return
     for a, w in zip(args, writes):
         if w and isinstance(a, View) and _reachable(a, w):
             copy_back(a)
