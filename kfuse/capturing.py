@@ -110,16 +110,17 @@ class _Made:
     allocation no returned View lies in is made at the first replay only and serves every later one: only kfuse's
     launches ever see it (the recorded run's memory, which the function's Python could have kept, is not reused)."""
 
-    __slots__ = ("roots", "slots", "places", "returned", "kept")
+    __slots__ = ("roots", "slots", "places", "returned", "kept", "renewed")
 
     def __init__(self, roots: list, slots: list, places: list):
         self.roots = roots  # per allocation: (shape, NumPy dtype)
         self.slots = slots  # per View: its template slot, or None (returned only)
-        self.places = places  # per View: (its allocation, byte offset, shape, byte strides)
+        self.places = places  # per View: (its allocation, byte offset, shape, byte strides, whether the whole of it)
         self.returned = [False] * len(roots)  # per allocation: whether a returned View lies in it (new at each replay)
         for slot, (k, *_) in zip(slots, places):
             self.returned[k] = self.returned[k] or slot is None
-        self.kept = None  # the last replay's Views in allocations of no returned View (None where one is)
+        self.renewed = [n for n, (k, *_) in enumerate(places) if self.returned[k]]  # Views new at each replay
+        self.kept = None  # the first replay's Views in allocations of no returned View (None at the others)
 
     @classmethod
     def of(cls, wanted: list) -> "_Made | None":
@@ -133,9 +134,10 @@ class _Made:
             if id(owner) not in allocation:  # (the owners are alive: the Views hold them)
                 allocation[id(owner)] = len(roots)
                 roots.append((owner.shape, owner.dtype))
+            offset = view.ptr - owner.__array_interface__["data"][0]
+            whole = offset == 0 and view._array.shape == owner.shape and view._array.strides == owner.strides
             slots.append(slot)
-            places.append((allocation[id(owner)], view.ptr - owner.__array_interface__["data"][0], view._array.shape,
-                           view._array.strides))
+            places.append((allocation[id(owner)], offset, view._array.shape, view._array.strides, whole))
         made = cls(roots, slots, places)
         news = made.make()
         same = all((a.sig, a.shape, a.strides, a.trait) == (b.sig, b.shape, b.strides, b.trait)
@@ -143,20 +145,31 @@ class _Made:
         return made if same else None
 
     def make(self) -> list:
-        """The Views of a replay at the recorded places: in new allocations, or the last replay's (see above)."""
-        kept, returned = self.kept, self.returned
-        roots = [new_view(shape, dtype) if kept is None or returned[k] else None
-                 for k, (shape, dtype) in enumerate(self.roots)]
-        made = []
-        for n, (k, offset, shape, strides) in enumerate(self.places):
+        """The Views of a replay at the recorded places: in new allocations, or the first replay's (see above)."""
+        if self.kept is None:
+            made = self._views([new_view(shape, dtype) for shape, dtype in self.roots], range(len(self.places)))
+            self.kept = [None if self.returned[k] else view for view, (k, *_) in zip(made, self.places)]
+            return made
+        roots = [new_view(shape, dtype) if new else None for (shape, dtype), new in zip(self.roots, self.returned)]
+        made = list(self.kept)
+        for n, view in zip(self.renewed, self._views(roots, self.renewed)):
+            made[n] = view
+        return made
+
+    def _views(self, roots: list, numbers) -> list:
+        """The Views at places ``numbers`` in ``roots``' memory (an allocation's first whole View is its root's)."""
+        views_, used = [], set()
+        for n in numbers:
+            k, offset, shape, strides, whole = self.places[n]
             root = roots[k]
-            if root is None:
-                made.append(kept[n])
+            if whole and k not in used:
+                used.add(k)
+                views_.append(root)
                 continue
             array = root._array
-            made.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides), root))
-        self.kept = [None if returned[k] else view for view, (k, *_) in zip(made, self.places)]
-        return made
+            views_.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides),
+                                     root))
+        return views_
 
 
 class Captured:
