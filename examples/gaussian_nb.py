@@ -57,42 +57,23 @@ def joint_log_likelihood(i, c, jll, X, theta, var, log_prior, log_norm):
     jll[i][c] = log_prior[c] - 0.5 * log_norm[c] - 0.5 * q
 
 
-#: samples a team of ``jll_tiles`` stages in its scratch memory, and the spaces whose prediction runs that way
-TILE_SAMPLES = 128
-TILE_SPACES = frozenset({"Cuda", "HIP"})
+#: the spaces whose prediction runs a thread per sample (``jll_rows``) rather than per sample and class
+ROW_SPACES = frozenset({"Cuda", "HIP"})
 
 
 @pk.workunit
-def jll_tiles(team: pk.TeamMember, jll: pk.View2D[pk.double], X: pk.View2D[pk.double], theta: pk.View2D[pk.double],
-              var: pk.View2D[pk.double], log_prior: pk.View1D[pk.double], log_norm: pk.View1D[pk.double], rows: int,
-              width: int):
-    """joint_log_likelihood shaped for a GPU: a team per tile of ``rows`` samples copies the tile's rows of X into
-    scratch memory with neighbouring threads on neighbouring elements, then a thread per sample and class reads its
-    row there (a thread per sample reading X itself reads rows 8 * features bytes apart: uncoalesced). Rows are
-    ``width`` = features + 1 elements, so the threads of a warp read different banks. The sums run in the same
-    order."""
-    first: int = team.league_rank() * rows
-    f: int = X.extent(1)
-    k: int = theta.extent(0)
-    count: int = min(rows, X.extent(0) - first)
-    tile: pk.ScratchView2D[pk.double] = pk.ScratchView2D(team.team_scratch(0), rows, width)
-
-    def load(e: int):
-        tile[e // f][e % f] = X[first + e // f][e % f]
-
-    pk.parallel_for(pk.TeamThreadRange(team, count * f), load)
-    team.team_barrier()
-
-    def score(t: int):
-        i: int = t // k
-        c: int = t % k
+def jll_rows(i: int, jll: pk.View2D[pk.double], X: pk.View2D[pk.double], theta: pk.View2D[pk.double],
+             var: pk.View2D[pk.double], log_prior: pk.View1D[pk.double], log_norm: pk.View1D[pk.double]):
+    """joint_log_likelihood shaped for a GPU: a thread per sample, over every class (a sample's row of X comes
+    from cache after the first class). A range kernel with nothing that can fault, so the host queues it and goes
+    on (a team staging rows in scratch memory, as this example did, waits for each launch: scratch memory is
+    checked). The sums run in the same order."""
+    for c in range(theta.extent(0)):
         q: float = 0.0
-        for j in range(f):
-            d: float = tile[i][j] - theta[c][j]
+        for j in range(X.extent(1)):
+            d: float = X[i][j] - theta[c][j]
             q += d * d / var[c][j]
-        jll[first + i][c] = log_prior[c] - 0.5 * log_norm[c] - 0.5 * q
-
-    pk.parallel_for(pk.TeamThreadRange(team, count * k), score)
+        jll[i][c] = log_prior[c] - 0.5 * log_norm[c] - 0.5 * q
 
 
 class GaussianNB:
@@ -140,11 +121,9 @@ def jll_of(X, theta, var, class_prior):
     log_norm = pk.sum(pk.log(pk.multiply(var, 2.0 * math.pi)), axis=1)
     log_prior = pk.log(class_prior)
     jll = pk.empty((n, k))
-    if pk.get_default_space().value in TILE_SPACES:
-        rows, width = TILE_SAMPLES, X.shape[1] + 1
-        policy = pk.TeamPolicy(-(-n // rows), pk.AUTO).set_scratch_size(0, pk.PerTeam(8 * rows * width))
-        pk.parallel_for("jll_tiles", policy, jll_tiles, jll=jll, X=X, theta=theta, var=var, log_prior=log_prior,
-                        log_norm=log_norm, rows=rows, width=width)
+    if pk.get_default_space().value in ROW_SPACES:
+        pk.parallel_for("jll_rows", n, jll_rows, jll=jll, X=X, theta=theta, var=var, log_prior=log_prior,
+                        log_norm=log_norm)
     else:
         pk.parallel_for("joint_log_likelihood", pk.MDRangePolicy([0, 0], [n, k]), joint_log_likelihood, jll=jll,
                         X=X, theta=theta, var=var, log_prior=log_prior, log_norm=log_norm)

@@ -159,17 +159,17 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         policy = "kf_policy"
     if spec.op == "for":
         launch = ("    kf_for_in_lanes<KfExec>(kf_f, kf_b0, kf_e0);" if unit.lanes else
-                  f'    Kokkos::parallel_for("{kernel_name}", {policy}, kf_f);')
+                  f'    Kokkos::parallel_for("{kernel_name}", kf_light({policy}), kf_f);')
         results = ""
     elif spec.op == "reduce":
         launch = ("    Functor::value_type kf_r{};\n" +
                   ("    kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" if blocks else
-                   f'    Kokkos::parallel_reduce("{kernel_name}", {policy}, kf_f, kf_r);'))
+                   f'    Kokkos::parallel_reduce("{kernel_name}", kf_light({policy}), kf_f, kf_r);'))
         fields = ["kf_r"] if len(spec.accs) == 1 else [f"kf_r.a{i}" for i in range(len(spec.accs))]
         results = "".join(_store_result(f, d, i) for i, (f, d) in enumerate(zip(fields, spec.accs)))
     else:
         launch = (f"    {spec.accs[0].cpp} kf_r = {spec.accs[0].cpp}();\n"
-                  f'    Kokkos::parallel_scan("{kernel_name}", {policy}, kf_f, kf_r);')
+                  f'    Kokkos::parallel_scan("{kernel_name}", kf_light({policy}), kf_f, kf_r);')
         results = _store_result("kf_r", spec.accs[0], 0)
     result_format = "".join("d" if d.is_float else "q" for d in spec.accs)
 

@@ -485,6 +485,23 @@ void kf_cuda_for_in_lanes(const F& f, const int64_t b0, const int64_t e0) {
 }
 #endif
 
+// A launch's policy as given, except on a CUDA device with Kokkos 4, where it asks for the functor to travel as the
+// kernel's argument (Kokkos's "light weight" hint; a functor of over 4 KB goes through global memory). Without it a
+// functor of over 512 bytes (a fused kernel's many Views) goes through constant memory: that launch copies the functor
+// over in a transfer of its own and first waits until the previous kernel launched that way has finished, so the
+// host cannot queue such kernels ahead of the device.
+template <class Policy>
+inline auto kf_light(const Policy& policy) {
+#if defined(KOKKOS_ENABLE_CUDA) && KOKKOS_VERSION >= 40000
+  if constexpr (std::is_same<typename Policy::execution_space, Kokkos::Cuda>::value)
+    return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  else
+    return policy;
+#else
+  return policy;
+#endif
+}
+
 template <class Exec, class F>
 void kf_for_in_lanes(const F& f, const int64_t b0, const int64_t e0) {
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
@@ -493,5 +510,5 @@ void kf_for_in_lanes(const F& f, const int64_t b0, const int64_t e0) {
     return;
   }
 #endif
-  Kokkos::parallel_for(Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(b0, e0), f);
+  Kokkos::parallel_for(kf_light(Kokkos::RangePolicy<Exec, Kokkos::IndexType<int64_t>>(b0, e0)), f);
 }

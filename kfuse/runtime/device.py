@@ -173,9 +173,11 @@ def defined(array: np.ndarray) -> None:
 
 def device_pointer(view, writes: bool) -> int:
     """The device address of ``view``'s first element, with the device copy brought up to date."""
-    if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
-        return view.ptr
-    mirror = _mirror_for(view)
+    mirror = view._mirror  # (``_mirror_for``'s first look, inline: every launch asks this of each View it takes)
+    if mirror is None or _mirrors.get(mirror.host_ptr) is not mirror:
+        if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
+            return view.ptr
+        mirror = _mirror_for(view)
     if mirror.state == HOST and (_undefined or views.constant):
         root = memory_owner(view._array)
         if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
