@@ -19,10 +19,13 @@ cut short -- turns the matched calls into ordinary trace entries, as if nothing 
 Why this is never wrong: equal calls over an equal trace make the same partition, plan, groups, kernels and
 arguments, so the kept launches are what the trace would run. A slot's View of the last run is checked again
 before the launches (pointer, shape, strides: ``View.resize`` gives a View new memory). A new View may fill a slot
-only where nothing aliases: the template's Views share no byte, the slots' Views share none either (checked
-before the launches: so no View fills two slots), and the new View has the slot's dtype, rank, layout, trait, shape
-and strides. The fusion analysis sees only the calls and which Views overlap, so such a repetition makes the same
-plan and kernels; the new Views become the template's. The head's calls (already in the trace) must equal its
+where its View has the slot's dtype, rank, layout, trait, shape and strides, and the slots' Views overlap as the
+template's did (checked before the launches): where the template's Views share no byte, the slots' share none
+(so no View fills two slots); where some share memory (two Views of one array, say: a result and an operation's
+View of it), each slot's View lies at the same place (offset, shape, strides) in the same one of the slots' memory
+owners, which own their memory (``_layout``: Views of different owners share no byte). The fusion analysis sees
+only the calls and which Views overlap, so such a repetition makes the same plan and kernels; the new Views become
+the template's. The head's calls (already in the trace) must equal its
 calls the same way, their Views filling slots as the steps' do (a program that makes its arrays anew each run and
 reads a result between two of its calls has a head of new Views each run). The partition is closed under
 dependencies (tracer/trace.py), so running it is right at any host access, needed or not (a pending call may run
@@ -111,6 +114,7 @@ class Template:
     kinds: tuple  # per slot, (sig, shape, strides): what its View must have
     writes: tuple  # per slot, whether a call writes its View
     disjoint: bool  # the slots' Views share no byte: new Views may fill slots
+    layout: tuple | None  # else how they overlap (``_layout``): new Views that overlap so may fill them; None: none may
     settings: tuple  # what the plan and kernels were made under (see ``_settings``)
     space: object  # the runtime's default space
     record: object  # the recorded flush's explain record
@@ -148,6 +152,21 @@ def _disjoint(passed) -> bool:
     """Whether no two of the Views ``passed`` share a byte."""
     spans = sorted(v.bounds for v in passed if v.bounds[0] != v.bounds[1])
     return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def _layout(passed) -> tuple | None:
+    """How the Views ``passed`` lie in memory relative to one another: per View, its memory owner's number (in order
+    of first appearance) and its place there (byte offset, shape, strides, dtype: views.place). Views of different
+    owners share no byte, so two lists of equal layouts overlap alike. None where an owner does not own its memory
+    (NumPy over a foreign buffer, which other arrays may share)."""
+    owners, layout = {}, []
+    for view in passed:
+        found = views.place(view)
+        if not found:
+            return None
+        owner, where = found
+        layout.append((owners.setdefault(owner, len(owners)), where))
+    return tuple(layout)
 
 
 class _Match:
@@ -191,10 +210,11 @@ class _Match:
 
     def _fills(self, slot: int, got) -> bool:
         """Fill an empty slot with ``got`` if it may take it: the slot's View of the last run, or a new View of the
-        slot's kind where the template's Views share no byte (module docstring); never an escaped one."""
+        slot's kind where the template's Views share no byte or overlap in a known layout (module docstring); never
+        an escaped one."""
         template = self.template
         if got is not template.views[slot]:
-            if not template.disjoint or type(got) is not _View \
+            if not template.disjoint and template.layout is None or type(got) is not _View \
                     or (got.sig, got.shape, got.strides) != template.kinds[slot]:
                 return False
             self.new = True
@@ -239,7 +259,9 @@ class _Match:
                                                             template.kinds):
             if view.shape != shape or view.strides != strides or view is last and view.ptr != pointer:
                 return False
-        return not self.new or self.laid_out or _disjoint(self.filled)
+        if not self.new or self.laid_out:
+            return True
+        return _disjoint(self.filled) if template.disjoint else _layout(self.filled) == template.layout
 
     def adopt(self) -> None:
         """Make the slots' Views the template's (after they ran): the next repetition on them is compared by
@@ -624,6 +646,7 @@ class Rerun:
                  kernel.packed(slots, passed)]
                 for kernel, slots, passed, members in launches]
         written = {slot_of[id(call.args[i])] for call in (*head, *calls) for i, w in call.prepared.view_params if w}
+        disjoint = _disjoint(slot_views)
         template = Template(
             tuple(_head(call, slot_of) for call in head), steps, tail, owners,
             owners == tuple(("step", i) for i in range(len(steps))),
@@ -632,7 +655,7 @@ class Rerun:
             sum(record.apart(g) for g in record.groups), waiting,
             slot_views, [v.ptr for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
-            tuple(s in written for s in range(len(slot_views))), _disjoint(slot_views),
+            tuple(s in written for s in range(len(slot_views))), disjoint, None if disjoint else _layout(slot_views),
             _settings(rt), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
             untraced.Trial() if config.PROFIT.get() == "measure" and not (head or tail or waiting) else None)
         if template.trial is not None and all(len(members) == 1 for *_, members in launches):

@@ -637,6 +637,26 @@ def test_new_views_that_alias_or_differ_are_never_rerun_wrongly(name):
     assert "rerun" in hows(text)
 
 
+def _same_memory_each_run(run):
+    x = view_of(X0 + run)
+    return x, x.subview(slice(0, N))
+
+
+def _overlapping_each_run(run):
+    base = view_of(np.concatenate([X0 + run, V0]))
+    return base.subview(slice(0, N)), base.subview(slice(N // 2, N // 2 + N))
+
+
+@pytest.mark.parametrize("make", [_same_memory_each_run, _overlapping_each_run], ids=["same memory", "windows"])
+def test_new_views_overlapping_as_the_templates_did_are_rerun(make):
+    """Each run's Views are new and share memory (two Views over one array; two overlapping windows of one array):
+    they overlap as the template's did, so the later runs are rerun on them (rerun.py ``_layout``), and every run
+    computes what eager does. (A run whose overlap differs is traced anew: test_new_views_that_alias_or_differ_...)"""
+    expected, got, _, text = run_eager_and_fused(lambda: _runs(make, count=8))
+    assert_same(expected, got)
+    assert hows(text)[-4:] == ["rerun"] * 4, hows(text)
+
+
 @pytest.mark.backend("kokkos")
 @pytest.mark.parametrize("name", ["fresh Views", "the slots' Views swapped", "two halves of one array",
                                   "one View in both slots"])
