@@ -37,7 +37,8 @@ Under ``KFUSE_PROFIT=measure`` a template whose partition is the whole flush (no
 against running its calls untraced (kfuse/untraced.py ``Trial``): a repetition run untraced launches each call's
 own kernel as the call is made, once nothing is pending -- what the program does with fusion off, so it needs no
 View check beyond the kernel's specialisation (dtype, rank, layout, trait, shape and strides, for the timings'
-sake). A call that leaves the template ends the untraced repetition and goes the ordinary way. A template none of
+sake). A call that leaves the template ends the untraced repetition and is then the first call after it (it may
+start a repetition of another template, else it goes the ordinary way). A template none of
 whose launches runs calls fused runs untraced from the start (untraced.lone).
 """
 from __future__ import annotations
@@ -384,7 +385,11 @@ class Rerun:
                 return MISS
             args = args[1:]  # PyKokkos's kernel label
         if self.untraced is not None:
-            return self._run_untraced(rt, op, args, kwargs)
+            result = self._run_untraced(rt, op, args, kwargs)
+            if result is not MISS or self.untraced is not None:
+                return result
+            # the call ended an untraced repetition (a step that leaves the template: a neighbour-list rebuild), so
+            # it is the first call after it, which may start a repetition of another template
         matched = self.matched
         if matched:
             alive, timing, start = self.alive, self.timing, 0.0

@@ -257,6 +257,41 @@ def test_fused_run_matches_eager(eager_run):
         assert np.allclose(a[1:], b[1:], rtol=1e-9, atol=0)
 
 
+def test_repeated_runs_settle_their_trials_against_running_untraced(eager_run, monkeypatch):
+    """Runs of the simulation, each with its neighbour-list rebuilds: a repeated flush's trial against running
+    untraced (kfuse/rerun.py, kfuse/untraced.py) ends in a decision instead of starting over. A rebuild's first call
+    ends an untraced repetition of the step's flush; it must be able to start a repetition of the rebuild's own
+    flush, else that flush is traced anew every time and its kept template, replaced, never finishes its trial. Each
+    fused run computes the eager rows."""
+    import kfuse as pk
+    from kfuse import rerun
+
+    restarted = []
+    keep = rerun.Rerun.keep
+
+    def counting_keep(self, rt, entries, launches, record, waiting=()):
+        before = [t for listed in self.templates.values() for t in listed]
+        kept = keep(self, rt, entries, launches, record, waiting)
+        now = {id(t) for listed in self.templates.values() for t in listed}
+        restarted.extend(t for t in before if id(t) not in now and t.trial is not None and t.trial.untraced is None
+                         and t.trial.untraced_s and not t.trial.traced_s)
+        return kept
+    monkeypatch.setattr(rerun.Rerun, "keep", counting_keep)
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")  # (the tests' default fuses every group, with no trials)
+    rows, _ = eager_run
+    pk.enable_fusion()
+    try:
+        for run in range(8):
+            if run == 4:
+                restarted.clear()  # (the first runs compile, time and decide)
+            fused = run_simulation(cells=4, steps=20)
+            for a, b in zip(rows, fused):
+                assert np.allclose(a[1:], b[1:], rtol=1e-9, atol=0)
+    finally:
+        pk.disable_fusion()
+    assert restarted == []
+
+
 # --- the published problem ---------------------------------------------------------------------------------
 def test_16_cells_100_steps_matches_the_reference():
     """PyKokkos ExaMiniMD, unfused, 16^3 cells, step 100: T 0.730527, PE -5.328677, E -4.232953 (per atom).
