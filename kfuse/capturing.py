@@ -158,18 +158,18 @@ class _Made:
 
     def _views(self, roots: list, numbers) -> list:
         """The Views at places ``numbers`` in ``roots``' memory (an allocation's first whole View is its root's)."""
-        views_, used = [], set()
+        made, used = [], set()
         for n in numbers:
             k, offset, shape, strides, whole = self.places[n]
             root = roots[k]
             if whole and k not in used:
                 used.add(k)
-                views_.append(root)
+                made.append(root)
                 continue
             array = root._array
-            views_.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides),
+            made.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides),
                                      root))
-        return views_
+        return made
 
 
 class Captured:
