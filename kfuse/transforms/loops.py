@@ -24,6 +24,7 @@ from ..errors import SourceError
 from ..ir import nodes as ir
 from ..ir.access import analyse, assigned_names, leaves_early, names_read, referenced
 from ..ir.lower import lower, lowered
+from ..ir.pyast import flatten_subscript
 from ..ir.typing import BINARY_FLOAT_MATH, UNARY_FLOAT_MATH
 from .ir import FusedKernel, PassResult, alias_classes, storage_classes
 
@@ -263,10 +264,8 @@ def _simple_names(stmts: list, helpers) -> tuple | None:
                 any(isinstance(n, ast.Call) and not _pure_call(n, helpers) for n in ast.walk(s)):
             return None
         for t in s.targets if isinstance(s, ast.Assign) else [s.target]:
-            base = t
-            while isinstance(base, ast.Subscript):
-                read |= {n.id for n in ast.walk(base.slice) if isinstance(n, ast.Name)}
-                base = base.value
+            base, indices = flatten_subscript(t)
+            read |= {n.id for i in indices for n in ast.walk(i) if isinstance(n, ast.Name)}
             if not isinstance(base, ast.Name):
                 return None
             written.add(base.id)
