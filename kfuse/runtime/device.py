@@ -173,11 +173,9 @@ def defined(array: np.ndarray) -> None:
 
 def device_pointer(view, writes: bool) -> int:
     """The device address of ``view``'s first element, with the device copy brought up to date."""
-    mirror = view._mirror  # (``_mirror_for``'s first look, inline: every launch asks this of each View it takes)
-    if mirror is None or _mirrors.get(mirror.host_ptr) is not mirror:
-        if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
-            return view.ptr
-        mirror = _mirror_for(view)
+    if type(view) is DeviceView:  # GPU memory the caller owns (CuPy): nothing to mirror
+        return view.ptr
+    mirror = _mirror_for(view)
     if mirror.state == HOST and (_undefined or views.constant):
         root = memory_owner(view._array)
         if _undefined.get(id(root)) is root:  # nothing to copy: the GPU kernel about to run defines the contents
@@ -212,10 +210,16 @@ def _reachable(view, writes) -> bool:
     return view._array is not None and escape.live() and view.escaped(bool(writes))
 
 
+def _none_reachable(args) -> bool:
+    """Whether ``_reachable`` is false for every argument, known without asking each: no memory escaped and no
+    NumPy array is passed straight in."""
+    return not escape.live() and NumpyArgument not in map(type, args)
+
+
 def before_launch(args, writes) -> None:
     """Memory the program reaches directly may have changed on the host since the last launch: its host
     side is taken as current (after fetching what an earlier GPU kernel left on the device)."""
-    if not escape.live() and NumpyArgument not in map(type, args):  # (every launch passes here)
+    if _none_reachable(args):  # (every launch passes here)
         return
     for a, w in zip(args, writes):
         if isinstance(a, View) and _reachable(a, w):
@@ -237,7 +241,7 @@ def host_launch(args, writes) -> None:
 
 def after_launch(args, writes) -> None:
     """Bring results in memory the program reaches directly back at once (no barrier will)."""
-    if not escape.live() and NumpyArgument not in map(type, args):
+    if _none_reachable(args):
         return
     for a, w in zip(args, writes):
         if w and isinstance(a, View) and _reachable(a, w):
