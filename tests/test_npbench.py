@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:  # the examples are imported as a package from the
     sys.path.insert(0, str(ROOT))
 
 from examples.npbench import adi, covariance, fdtd_2d, jacobi_1d, mvt, syr2k, syrk  # noqa: E402
+from examples.npbench.common import results  # noqa: E402
 
 # Eager runs check the program against NumPy on the reference interpreter (no compiler); fused runs compile
 # every kernel, fused or left alone, so the C++ of these programs is still built and checked end to end.
@@ -123,10 +124,10 @@ def test_mvt(fused):
 
 
 @MODES
-@pytest.mark.parametrize("n", [1, 63, 64, 65, 130])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 255, 257, 300])
 def test_mvt_gpu_shapes(fused, n):
-    """The team-per-row and block-of-rows kernels at sizes around the block (BLOCK_ROWS = 64): a last, short
-    block, a single block, one row."""
+    """The one-pass tile kernel at sizes around its tile (16 rows by 256 columns): a last, short tile each way, a
+    single tile, one row."""
     rng = np.random.default_rng(n)
     inputs = {"A": rng.random((n, n)), "x1": rng.random(n), "x2": rng.random(n), "y1": rng.random(n),
               "y2": rng.random(n)}
@@ -136,6 +137,23 @@ def test_mvt_gpu_shapes(fused, n):
     else:
         got = mvt.run_kfuse_gpu(**inputs)
     for g, want in zip(got, ref_mvt(**inputs)):
+        assert_close(g, want)
+
+
+@pytest.mark.parametrize("rows,columns,team", [(1, 1, 2), (3, 1, 1), (3, 5, 2), (7, 4, 1), (16, 2, 2)])
+def test_mvt_tiles_of_any_shape(rows, columns, team):
+    """Tiles narrower and wider than the team, with rows and columns that do not divide N: every column and row
+    summed once."""
+    n = 11
+    rng = np.random.default_rng(rows * 100 + columns)
+    A, x1, x2, y1, y2 = rng.random((n, n)), rng.random(n), rng.random(n), rng.random(n), rng.random(n)
+    r1, r2 = pk.from_numpy(x1.copy()), pk.from_numpy(x2.copy())
+    tiles = -(-n // rows) * -(-n // columns)
+    policy = pk.TeamPolicy(tiles, team).set_scratch_size(
+        0, pk.PerTeam(pk.ScratchView2D[pk.double].shmem_size(rows, columns + 1)))
+    pk.parallel_for(policy, mvt.add_matvecs_tiles, x1=r1, x2=r2, A=pk.from_numpy(A), y1=pk.from_numpy(y1),
+                    y2=pk.from_numpy(y2), n=n, rows=rows, width=columns + 1)
+    for g, want in zip(results(r1, r2), ref_mvt(A, x1, x2, y1, y2)):
         assert_close(g, want)
 
 
