@@ -52,7 +52,8 @@ def _auto_call(wu: Workunit):
     """Call ``wu`` from its annotations: thread index first, then an accumulator (+ last_pass) if any."""
     resolved = normalize(wu.parsed).annotations
     names = wu.parsed.param_names
-    policy = pk.TeamPolicy(4, 2) if resolved[names[0]] is pk.TeamMember else N
+    team = pk.TeamPolicy(4, 2).set_scratch_size(0, pk.PerTeam(1 << 12))  # (level 0 for any ScratchView)
+    policy = team if resolved[names[0]] is pk.TeamMember else N
     op, first = "for", 1
     if len(names) > 1 and isinstance(resolved[names[1]], _AccAnnotation):
         op, first = ("scan", 3) if len(names) > 2 and names[2] == "last_pass" else ("reduce", 2)
