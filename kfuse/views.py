@@ -286,20 +286,28 @@ def meet(span: tuple, step: tuple, span2: tuple, step2: tuple) -> bool:
 
 
 def lattice(view) -> tuple:
-    """(step, element size) in bytes: every element of ``view`` starts a whole number of steps after its first byte
-    (the greatest common divisor of its byte strides over dimensions of more than one element)."""
+    """(step, width) in bytes: every byte of ``view`` lies less than ``width`` bytes after its first byte plus a
+    whole number of steps. The greatest common divisor of its byte strides over dimensions of more than one element,
+    and the element size (every other element; a column of a matrix); where that says nothing (a step of one
+    element) and each row (dimension 0) lies within its stride, the stride and a row's span (a block of a matrix's
+    columns)."""
     size = view.dtype.np.itemsize
     step = 0
     for n, stride in zip(view.shape, view.strides):
         if n > 1:
             step = math.gcd(step, abs(stride) * size)
+    if step <= size and len(view.shape) > 1 and view.shape[0] > 1 and 0 not in view.shape \
+            and view.strides[0] > 0 and min(view.strides[1:]) >= 0:
+        span = size + sum((n - 1) * stride * size for n, stride in zip(view.shape[1:], view.strides[1:]))
+        if span < view.strides[0] * size:
+            return view.strides[0] * size, span
     return (step or size), size
 
 
 def apart(offset: int, a: tuple, b: tuple) -> bool:
     """Whether two Views of lattices ``a`` and ``b`` share no byte wherever their spans meet, the first byte of the
-    second ``offset`` bytes after the first's (any integer): on a common step, every element of one falls where the
-    other has none (the columns of a matrix, every other element)."""
+    second ``offset`` bytes after the first's (any integer): on a common step, every byte of one falls where the
+    other has none (the columns of a matrix, every other element, blocks of columns)."""
     (step, size), (step2, size2) = a, b
     if step != step2 or step <= size:
         return False

@@ -1,7 +1,8 @@
 """The named arrays programs work on, and a model of which memory each name covers.
 
 Aliasing is part of the fixture: ``lo``/``hi`` are halves of ``a``; ``m0``/``m1`` are columns 0 and 1 of ``M``
-(interleaved in memory, no element shared); ``d`` and ``d2`` are two
+(interleaved in memory, no element shared), ``Mc`` its columns 1 and 2 (a 2-D View whose rows lie in M's rows);
+``d`` and ``d2`` are two
 ``pk.array`` Views over the NumPy array ``buf``, which kernels may also receive directly and the host
 reads and writes with plain NumPy (no kfuse barrier sees that); ``raw`` is a NumPy array only ever
 passed to kernels as it is. ``f32``/``i32``/``i64``/``flag`` are Views of the other dtypes. A kept
@@ -23,14 +24,17 @@ K = 4  # columns of the 2-D array M (rows: N)
 
 #: 1-D float64 arrays a kernel's ``f64`` parameter may take
 ONE_D = ("a", "b", "c", "lo", "hi", "d", "d2", "buf", "raw", "m0", "m1")
-#: the columns of ``M`` among them: a kernel that also takes ``M`` never gets one (it may read any row of one)
+#: the columns of ``M`` among them: a kernel that also takes ``M`` (or ``Mc``) never gets one (it may read any row
+#: of one)
 COLUMNS = ("m0", "m1")
+#: 2-D float64 arrays a kernel's ``M`` parameter may take
+TWO_D = ("M", "Mc")
 #: arrays sharing memory (a kernel must not read a neighbour of an element another thread writes)
 GROUPS = {"a": "a", "lo": "a", "hi": "a", "d": "d", "d2": "d", "buf": "d", "b": "b", "c": "c", "raw": "raw",
-          "m0": "M", "m1": "M"}
+          "m0": "M", "m1": "M", "Mc": "M"}
 TYPED = ("f32", "i32", "i64", "flag")
 #: names the host reads and writes (kept aliases ``@name`` come on top)
-HOST_NAMES = ("a", "b", "c", "lo", "hi", "d", "d2", "M", "buf", "raw", "m0", "m1", *TYPED)
+HOST_NAMES = ("a", "b", "c", "lo", "hi", "d", "d2", "M", "Mc", "buf", "raw", "m0", "m1", *TYPED)
 REALLOCATABLE = ("a", "b", "c", "M", "raw", *TYPED)
 EXPORTABLE = ("a", "b", "c", "lo", "hi", "d", "M", *TYPED)
 
@@ -58,7 +62,7 @@ def make_arrays() -> dict:
     m[:] = np.arange(N * K).reshape(N, K) / (N * K)
     arrays = {"a": a, "b": b, "c": c, "lo": a.subview(slice(0, N // 2)), "hi": a.subview(slice(N // 2, N)),
               "buf": buf, "d": pk.array(buf), "d2": pk.array(buf), "M": m, "raw": np.exp(-np.arange(N) / 9.0),
-              "m0": m[:, 0], "m1": m[:, 1]}
+              "m0": m[:, 0], "m1": m[:, 1], "Mc": m[:, 1:3]}
     arrays.update((name, _typed(name, fresh=False)) for name in TYPED)
     return arrays
 
@@ -104,7 +108,8 @@ class Memory:
         self.places = {"a": Place("a", 0, N), "lo": Place("a", 0, half), "hi": Place("a", half, half),
                        "b": Place("b", 0, N), "c": Place("c", 0, N), "raw": Place("raw", 0, N),
                        "d": Place("d", 0, N), "d2": Place("d", 0, N), "buf": Place("d", 0, N),
-                       "M": Place("M", 0, N, K), "m0": Place("M", 0, N, 1, K), "m1": Place("M", 1, N, 1, K)}
+                       "M": Place("M", 0, N, K), "m0": Place("M", 0, N, 1, K), "m1": Place("M", 1, N, 1, K),
+                       "Mc": Place("M", 1, N, 2, K)}
         self.places.update((name, Place(name, 0, N)) for name in TYPED)
         self._reallocs = 0
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE
+from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE, TWO_D
 from .kernels import F64, KERNELS, NEIGHBOUR_READERS
 from .program import AUTO_TEAM, HUGE_TEAM, Call, Case, Export, Fence, Read, Realloc, UseResult, Write
 from .host import READS, USES, WRITES
@@ -120,7 +120,7 @@ def call(ch, n_results: int, failures: bool = True) -> Call:
     name = ch.choice(names)
     kernel = KERNELS[name]
     one_d = [n for n in ONE_D if n not in COLUMNS] if "M" in kernel.kinds else ONE_D
-    arrays = [ch.choice(one_d) if kind == F64 else kind for kind in kernel.kinds]
+    arrays = [ch.choice(one_d) if kind == F64 else ch.choice(TWO_D) if kind == "M" else kind for kind in kernel.kinds]
     if name in NEIGHBOUR_READERS and GROUPS[arrays[0]] == GROUPS[arrays[1]]:
         arrays[1] = ch.choice([n for n in one_d if GROUPS[n] != GROUPS[arrays[0]]])
     alpha = None

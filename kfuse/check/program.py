@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import MISSING, astuple, dataclass, fields
 
-from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE
+from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE, TWO_D
 from .host import READS, USES, WRITES
 from .kernels import F64, KERNELS, NEIGHBOUR_READERS
 
@@ -113,12 +113,13 @@ def _problem(step, n_results: int, aliases: set) -> str | None:
         if len(step.arrays) != len(kernel.params):
             return f"'{step.kernel}' takes {len(kernel.params)} arrays ({', '.join(kernel.params)})"
         for param, kind, name in zip(kernel.params, kernel.kinds, step.arrays):
-            if name != kind and not (kind == F64 and name in ONE_D):
-                return f"parameter '{param}' takes {'one of ' + ', '.join(ONE_D) if kind == F64 else kind}, not '{name}'"
+            if name != kind and not (kind == F64 and name in ONE_D) and not (kind == "M" and name in TWO_D):
+                takes = {F64: ONE_D, "M": TWO_D}.get(kind, (kind,))
+                return f"parameter '{param}' takes {' or '.join(takes)}, not '{name}'"
         if step.kernel in NEIGHBOUR_READERS and GROUPS[step.arrays[0]] == GROUPS[step.arrays[1]]:
             return f"'{step.kernel}' reads neighbours: its arrays must not share memory (even eager runs would race)"
         if "M" in kernel.kinds and set(step.arrays) & set(COLUMNS):
-            return f"'{step.kernel}' takes M: a column of it ({', '.join(COLUMNS)}) must not be another of its arrays"
+            return f"'{step.kernel}' takes M or Mc: a column of M ({', '.join(COLUMNS)}) must not be another of its arrays"
         if kernel.scalar and isinstance(step.alpha, tuple) and not (step.alpha[0] == "r" and
                                                                      0 <= step.alpha[1] < n_results):
             return f"alpha {step.alpha!r} refers to no earlier result (there are {n_results})"
