@@ -176,66 +176,6 @@ def test_small_steps_and_the_passes_reading_them_each_run_as_one_kernel():
     assert stats["kernels_launched"] == 2 and "calls 0, 2, 4" in text and "calls 1, 3, 5" in text, text
 
 
-@pk.workunit
-def row_best(i: int, m: pk.View2D[pk.double], best: pk.View1D[pk.int64]):
-    k: int = 0
-    for c in range(1, m.extent(1)):
-        if m[i][c] > m[i][k]:
-            k = c
-    best[i] = k
-
-
-@pk.workunit
-def row_next(i: int, m: pk.View2D[pk.double], out: pk.View1D[pk.double]):
-    out[i] = m[i + 1][0] - m[i + 1][1]
-
-
-def test_columns_written_then_each_row_read_run_as_one_kernel():
-    """GaussianNB's shape: each class's pass writes its column of a matrix, then a pass over the rows picks each
-    row's largest entry. The columns and the matrix are different Views whose rows lie in one another's
-    (fuser/graph.py shifts): thread i writes and reads row i only, so all of it runs as one kernel."""
-    def program():
-        x, m, best = view_of(data(13)), pk.View((N, 3)), pk.View(N, pk.int64)
-        for c in range(3):
-            pk.parallel_for(N, column_pass, x=x, s=view_of(data(14 + c, (1,))), col=m[:, c])
-        pk.parallel_for(N, row_best, m=m, best=best)
-        found = best.copy()  # (first: a read of m alone would run only the calls that write m)
-        return m.copy(), found
-
-    expected, got, stats, text = run_eager_and_fused(program)
-    assert_same(expected, got)
-    np.testing.assert_array_equal(got[1], np.argmax(got[0], axis=1))
-    assert stats["kernels_launched"] == 1 and stats["fused_kernels_launched"] == 1, text
-
-
-def test_rows_shifted_views_fuse_only_where_each_thread_reads_the_row_it_wrote():
-    """A View of the matrix from row 1 on is written at its row i (the matrix's row i + 1): a reader of the
-    matrix's row i + 1 fuses with it, a reader of row i (the row another thread wrote) does not."""
-    def program(reader):
-        m, out = view_of(data(17, (N + 1, 2))), pk.View(N)
-        lower = m.subview(slice(1, N + 1), slice(None))
-        for c in range(2):
-            pk.parallel_for(N, column_pass, x=view_of(data(18)), s=view_of(data(19 + c, (1,))), col=lower[:, c])
-        pk.parallel_for(N, reader, m=m, out=out)
-        found = out.copy()
-        return m.copy(), found
-
-    expected, got, stats, text = run_eager_and_fused(lambda: program(row_next))
-    assert_same(expected, got)
-    np.testing.assert_array_equal(got[1], got[0][1:, 0] - got[0][1:, 1])
-    assert stats["kernels_launched"] == 1, text
-    expected, got, stats, text = run_eager_and_fused(lambda: program(row_same))
-    assert_same(expected, got)
-    np.testing.assert_array_equal(got[1], got[0][:N, 0] - got[0][:N, 1])
-    assert stats["kernels_launched"] == 2 and "split before call 2 (row_same): unsafe access to 'col/m'" in text \
-        and "row i of 'col' is row i+1 of 'm'" in text, text
-
-
-@pk.workunit
-def row_same(i: int, m: pk.View2D[pk.double], out: pk.View1D[pk.double]):
-    out[i] = m[i][0] - m[i][1]
-
-
 # --- MDRange ----------------------------------------------------------------------------------------------
 @pk.workunit
 def md_axpy(i: int, j: int, a: float, X: pk.View2D[pk.double], Y: pk.View2D[pk.double]):

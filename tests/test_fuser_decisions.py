@@ -217,7 +217,7 @@ def test_overlapping_but_different_views_are_not_fused():
         pk.parallel_for(half, double_it, x=a.subview(slice(half // 2, half + half // 2)), y=y)
         return (y.copy(),)
 
-    (y,) = assert_not_fused(program, "unsafe access to 'x'", "row i of 'x' is row i-12 of 'x'")
+    (y,) = assert_not_fused(program, "'x' share memory through different views (e.g. a subview)")
     np.testing.assert_array_equal(y, 2.0 * expected_fill(data(7), 0, half)[half // 2:half + half // 2])
 
 

@@ -54,11 +54,11 @@ def node(number, pattern, views, bounds=((0, 100),), policy="RangePolicy", space
         pattern
 
 
-def groups(*nodes, overlaps=None, shifts=()) -> tuple:
+def groups(*nodes, overlaps=None) -> tuple:
     """(groups, [(split index, Split kind)]) of a graph; by default every storage overlaps only itself."""
     storages = {s for n, _ in nodes for _, s in n.views}
     pairs = frozenset((s, s) for s in storages) | frozenset(overlaps or ())
-    result = plan(Graph(tuple(n for n, _ in nodes), pairs, tuple(p for _, p in nodes), shifts=tuple(shifts)))
+    result = plan(Graph(tuple(n for n, _ in nodes), pairs, tuple(p for _, p in nodes)))
     return result.groups, [(i, r.kind) for i, r in result.boundaries]
 
 
@@ -89,22 +89,6 @@ def test_views_of_shared_memory_that_are_not_the_same_view_split():
     assert got == ([[0], [1]], [(1, Split.ALIASED_VIEWS)])
     # the same calls over disjoint memory are independent and fuse
     assert groups(node(1, WRITE_X, [("x", 0)]), node(2, READ_X_WRITE_Y, [("x", 1), ("y", 2)]))[0] == [[0, 1]]
-
-
-def test_different_views_whose_rows_align_fuse_where_each_thread_stays_in_its_row():
-    """Storage 0 (a column of the matrix, say) lies in storage 1's rows, row i in row i + shift (Graph.shifts): a
-    writer of one and a thread-local reader of the other fuse when both index the same row of the matrix."""
-    write, read = node(1, WRITE_X, [("x", 0)]), node(2, READ_X_WRITE_Y, [("x", 1), ("y", 2)])
-    assert groups(write, read, overlaps={(0, 1)}, shifts=[(0, 1, 0)]) == ([[0, 1]], [])
-    # the column's row i is the matrix's row i + 1, which thread i of the reader does not read
-    assert groups(write, read, overlaps={(0, 1)}, shifts=[(0, 1, 1)]) == ([[0], [1]], [(1, Split.NOT_THREAD_LOCAL)])
-    # the same seen from the reader's side (b's row j is a's row j - shift), and a reader one row on
-    neighbour = node(3, READ_NEIGHBOUR, [("x", 1), ("y", 2)])
-    assert groups(write, neighbour, overlaps={(0, 1)}, shifts=[(1, 0, -1)]) == ([[0, 1]], [])
-    # a dimension past the rows (thread i at the matrix's column i) has no counterpart in the column's rows
-    across = node(4, kernel("across", {"x": (True, False, [at_thread(0, dim=1)], None),
-                                       "y": (False, True, [at_thread()], None)}), [("x", 1), ("y", 2)])
-    assert groups(write, across, overlaps={(0, 1)}, shifts=[(0, 1, 0)])[1] == [(1, Split.NOT_THREAD_LOCAL)]
 
 
 def test_an_indirect_read_of_memory_nobody_writes_still_fuses():
@@ -170,12 +154,6 @@ N = 64
 @pk.workunit
 def s_scale(i: int, x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
     y[i] = 0.5 * x[i] + 1.0
-
-
-@pk.workunit
-def s_rowsum(i: int, m: pk.View2D[pk.double], out: pk.View1D[pk.double]):
-    for j in range(m.extent(1)):
-        out[i] += m[i][j]
 
 
 @pk.workunit
@@ -246,28 +224,6 @@ def test_writes_to_different_columns_of_a_matrix_fuse():
     pk.parallel_for(N, s_neighbours, x=x, y=m.subview(slice(None), 0))
     got, kinds, _ = flush()
     assert got[0] == [0, 1, 2, 3], got
-
-
-def test_the_graph_shifts_views_whose_rows_lie_in_each_others_rows():
-    """Graph.shift from real Views: a column and a block of columns lie in the matrix's rows, a View from row 2 on
-    two rows down; a View stepping across rows (every other row), a flat View of the matrix and a subview of a
-    one-dimensional array's elements against another of its windows have no shift where their rows do not align."""
-    m, flat = pk.View((N, 4)), pk.View(N)
-    views = [m, m[:, 2], m[:, 1:3], m[2:, :], m[::2, :], m.subview(slice(2, None), slice(1, 3)), flat,
-             flat.subview(slice(3, N)), flat.subview(slice(1, N - 2))]
-    calls = [prepare(s_scale, "for", 1, (), {"x": v, "y": v}) if len(v.shape) == 1 else
-             prepare(s_rowsum, "for", 1, (), {"m": v, "out": flat}) for v in views]
-    graph = graphs.of(calls)
-    number = {id(v): graph.nodes[k].views[0][1] for k, v in enumerate(views)}
-
-    def shift(a, b):
-        return graph.shift(number[id(a)], number[id(b)])
-
-    assert shift(views[1], m) == 0 and shift(views[2], m) == 0 and shift(views[1], views[2]) == 0
-    assert shift(views[3], m) == 2 and shift(m, views[3]) == -2 and shift(views[5], views[2]) == 2
-    assert shift(views[4], m) is None  # its rows step two of m's: no row of one is a row of the other
-    assert shift(views[7], views[8]) == 2 and shift(views[7], flat) == 3  # one element a row
-    assert shift(views[1], flat) is None  # disjoint memory
 
 
 def test_the_graph_of_calls_numbers_storages_by_first_use():
@@ -351,15 +307,15 @@ _strided_2d = st.tuples(st.integers(0, 12), st.integers(1, 4), st.integers(0, 6)
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(layouts=st.lists(_strided_2d, min_size=1, max_size=6))
-@example(layouts=[(0, 2, 4, 3, 1, False), (2, 2, 4, 3, 1, False)])  # rows that straddle each other's windows
-def test_strided_views_of_one_buffer_overlap_and_shift_only_as_their_bytes_say(layouts):
+@example(layouts=[(0, 4, 4, 2, 1, False), (2, 4, 4, 1, 1, True), (3, 4, 4, 1, 1, True)])  # a block, columns past it
+def test_strided_views_of_one_buffer_overlap_only_as_their_bytes_say(layouts):
     """Two-dimensional Views of one buffer at any steps (rows apart, touching, overlapping; a column block or a
     single column, as a one-dimensional View or not): graph.overlap holds wherever two share a byte, and, between
-    Views of one lattice step that have every byte their lattice allows, only there; where graph.shift gives q, a row i of one shares bytes with a row j of
-    the other only for j = i + q."""
+    Views of one lattice step that have every byte their lattice allows, only there (a block of a matrix's columns
+    and a column outside it do not overlap: views.lattice's row form)."""
     from numpy.lib.stride_tricks import as_strided
 
-    from kfuse.fuser.graph import _ranks, _shifts
+    from kfuse.fuser.graph import _ranks
     from kfuse.views import lattice
 
     buffer = np.zeros(64)
@@ -368,17 +324,13 @@ def test_strided_views_of_one_buffer_overlap_and_shift_only_as_their_bytes_say(l
         array = as_strided(buffer[first:], (rows, cols), (row_step * 8, col_step * 8))
         views.append(pk.from_numpy(array[:, 0] if flat else array))
     lattices = [lattice(v) for v in views]
-    extents = _ranks([v.bounds for v in views], lattices)
-    graph = Graph((), extents=extents, shifts=_shifts(views, extents))
-
-    def row_bytes(v, i):
+    graph = Graph((), extents=_ranks([v.bounds for v in views], lattices))
+    owned = []
+    for v in views:
         array = np.asarray(v)
-        row = array[i] if array.ndim > 1 else array[i:i + 1]
-        start = row.__array_interface__["data"][0]
-        return {start + sum(k * s for k, s in zip(index, row.strides)) + b
-                for index in np.ndindex(row.shape) for b in range(8)}
-
-    owned = [set().union(*(row_bytes(v, i) for i in range(v.shape[0]))) for v in views]
+        start = array.__array_interface__["data"][0]
+        owned.append({start + sum(k * s for k, s in zip(index, array.strides)) + b
+                      for index in np.ndindex(array.shape) for b in range(8)})
     # Views whose bytes are all those their lattice allows (every step's first width bytes in their span)
     exact = [owned[k] == {x for x in range(*v.bounds) if (x - v.bounds[0]) % step < width}
              for k, (v, (step, width)) in enumerate(zip(views, lattices))]
@@ -387,13 +339,8 @@ def test_strided_views_of_one_buffer_overlap_and_shift_only_as_their_bytes_say(l
             shared = bool(owned[a] & owned[b])
             if shared or exact[a] and exact[b] and lattices[a][0] == lattices[b][0]:
                 assert graph.overlap(a, b) == shared, (layouts[a], layouts[b])
-            q = graph.shift(a, b) if a != b else None
-            if q is None:
-                continue
-            for i in range(views[a].shape[0]):
-                for j in range(views[b].shape[0]):
-                    if row_bytes(views[a], i) & row_bytes(views[b], j):
-                        assert j == i + q, (layouts[a], layouts[b], i, j, q)
+    if layouts == [(0, 4, 4, 2, 1, False), (2, 4, 4, 1, 1, True), (3, 4, 4, 1, 1, True)]:
+        assert not graph.overlap(0, 1) and not graph.overlap(0, 2)  # the block's lattice keeps the columns apart
 
 
 def test_unrelated_arrays_in_either_order_in_memory_give_equal_graphs():

@@ -3,8 +3,8 @@
 Each call becomes a ``Node``: its kernel (a process-unique number and the safety analysis of its
 specialisation), its policy, which storage each View argument is, the values of the scalars the analysis
 depends on, and which earlier calls' Futures it takes. Storages are numbered in order of first use
-(Views with the same pointer, extents, strides and element type are one storage), which storages'
-bytes intersect (``Graph.overlap``), and which of those that intersect lay their rows alike (``Graph.shift``). Nothing in a graph refers to memory addresses, so an
+(Views with the same pointer, extents, strides and element type are one storage), and which storages'
+bytes intersect (``Graph.overlap``). Nothing in a graph refers to memory addresses, so an
 equal graph means an equal plan: the graph itself is the plan cache's key, and tests can write graphs by
 hand (tests/test_schedule.py) without Views, compilers or kernels.
 """
@@ -51,25 +51,12 @@ class Graph:
     # each node's safety analysis (fuser/safety.py); a function of its kernel number, so not part of the key
     patterns: tuple = field(default=(), compare=False, repr=False)
     extents: tuple = ()
-    # ((a, b, q), ...), a < b: overlapping storages whose rows (dimension 0) step alike and lie in windows of that
-    # step, a's row i in the window of b's row i + q (``_shifts``), so the planner can compare accesses of the two
-    # in b's rows (a column of a matrix against the matrix).
-    shifts: tuple = ()
 
     def overlap(self, a: int, b: int) -> bool:
         if self.extents:
-            return _meet(self.extents[a], self.extents[b])
+            (ca, lo, hi, step, size, phase), (cb, lo2, hi2, step2, size2, phase2) = self.extents[a], self.extents[b]
+            return ca == cb and lo < hi2 and lo2 < hi and not apart(phase2 - phase, (step, size), (step2, size2))
         return (min(a, b), max(a, b)) in self.overlaps
-
-    def shift(self, a: int, b: int) -> int | None:
-        """q where storage a's row i lies in the window of storage b's row i + q (both rows of one byte stride, each
-        row in a window of that stride), or None where their rows do not align."""
-        for x, y, q in self.shifts:
-            if (x, y) == (a, b):
-                return q
-            if (x, y) == (b, a):
-                return -q
-        return None
 
     def overlap_pairs(self) -> frozenset:
         """The pairs form of the overlaps, whichever form the graph holds (for tests and inspection)."""
@@ -125,7 +112,6 @@ def of(calls) -> Graph:
     storages: dict = {}
     memory = []  # per storage, in numbering order: its byte bounds
     lattices = []  # and its (byte step, element size)
-    firsts = []  # and its first View
     position = {id(c): i for i, c in enumerate(calls)}
     nodes, patterns = [], []
     for call in calls:
@@ -140,7 +126,6 @@ def of(calls) -> Graph:
                     storage = storages[key] = len(storages)
                     memory.append(value.bounds)
                     lattices.append(lattice(value))
-                    firsts.append(value)
                 views.append((param, storage))
             elif param in pattern.offset_params:
                 offsets.append((param, None if value is None else int(value)))
@@ -149,64 +134,7 @@ def of(calls) -> Graph:
         nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers,
                           prepared.spec.op, size))
         patterns.append(pattern)
-    extents = _ranks(memory, lattices)
-    return Graph(tuple(nodes), patterns=tuple(patterns), extents=extents, shifts=_shifts(firsts, extents))
-
-
-def _meet(ea: tuple, eb: tuple) -> bool:
-    """Whether two storages of ``_ranks``' form share a byte."""
-    (ca, lo, hi, step, size, phase), (cb, lo2, hi2, step2, size2, phase2) = ea, eb
-    return ca == cb and lo < hi2 and lo2 < hi and not apart(phase2 - phase, (step, size), (step2, size2))
-
-
-#: storages of one cluster past which no shifts are worked out (pairs grow as their square; the planner then refuses
-#: to fuse over different Views of that memory, as it does for any pair without a shift)
-_MOST_SHIFTED = 16
-
-
-def _shifts(views: list, extents: tuple) -> tuple:
-    """``Graph.shifts`` of the storages whose first Views are ``views``."""
-    clusters: dict = {}
-    for s, extent in enumerate(extents):
-        clusters.setdefault(extent[0], []).append(s)
-    found = []
-    for members in clusters.values():
-        if not 1 < len(members) <= _MOST_SHIFTED:
-            continue
-        rows = {s: _rows(views[s]) for s in members}
-        for i, a in enumerate(members):
-            for b in members[i + 1:]:
-                if rows[a] is None or rows[b] is None or rows[a][0] != rows[b][0] or \
-                        not _meet(extents[a], extents[b]):
-                    continue
-                q = _shift(views[a].ptr - views[b].ptr, rows[a], rows[b])
-                if q is not None:
-                    found.append((a, b, q))
-    return tuple(found)
-
-
-def _shift(distance: int, rows: tuple, rows2: tuple) -> int | None:
-    """q where the rows (``_rows``: both of one stride) of a View starting ``distance`` bytes after another's lie,
-    row i in the other's row i + q: both rows in one window of the stride, the windows starting at either's first
-    byte. None where no such windows hold both."""
-    step = rows[0]
-    q, inside = divmod(distance, step)
-    if inside + rows[1] <= step:
-        return q
-    q, inside = divmod(-distance, step)
-    return -q if inside + rows2[1] <= step else None
-
-
-def _rows(view) -> tuple | None:
-    """(byte stride of dimension 0, bytes one row spans) of a View whose rows each lie within one stride (so no two
-    rows share a byte); None for any other (no dimension, a dimension of no elements, a negative stride)."""
-    size = view.dtype.np.itemsize
-    shape, strides = view.shape, view.strides
-    if not shape or 0 in shape or strides[0] <= 0 or any(s < 0 for s in strides[1:]):
-        return None
-    span = size + sum((n - 1) * s * size for n, s in zip(shape[1:], strides[1:]))
-    step = strides[0] * size
-    return (step, span) if span <= step else None
+    return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory, lattices))
 
 
 def _ranks(memory: list, lattices: list) -> tuple:

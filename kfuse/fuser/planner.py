@@ -441,36 +441,23 @@ def pair_conflict(graph: Graph, first: int, second: int) -> Reason | None:
             if not (ma.write or mb.write) or not graph.overlap(sa, sb):
                 continue
             label = na if na == nb else f"{na}/{nb}"
-            shift = None if sa == sb else graph.shift(sa, sb)
-            if sa != sb and shift is None:
+            if sa != sb:
                 return Reason(Split.ALIASED_VIEWS, f"'{label}' share memory through different views (e.g. a "
-                                                   "subview) whose rows do not align")
+                                                   "subview), cannot align elements")
             for m in (ma, mb):
                 if m.opaque:
                     return Reason(Split.OPAQUE, f"unsafe access to '{label}': {m.opaque}")
             for k in range(rank):
                 common, seen = None, []
-                for node, m, q in ((a, ma, shift), (b, mb, None)):
+                for node, m in ((a, ma), (b, mb)):
                     values = dict(node.offsets)
                     for row, text in m.accesses:
-                        here = {_in_rows(d, _resolve(off, values), q) for d, off in row[k]}
+                        here = {(d, _resolve(off, values)) for d, off in row[k]}
                         common = here if common is None else common & here
                         if not common:
-                            views = "" if shift is None else \
-                                f" (different views of one memory: row i of '{na}' is row i{shift:+d} of '{nb}')"
-                            return Reason(Split.NOT_THREAD_LOCAL, _unsafe_text(label, node, text, seen, k) + views)
+                            return Reason(Split.NOT_THREAD_LOCAL, _unsafe_text(label, node, text, seen, k))
                         seen.append((node.name, text))
     return None
-
-
-def _in_rows(dim: int, offset, shift: int | None) -> tuple:
-    """An access's (dimension, offset) in the rows of the other call's View (``Graph.shift``: a's row i is b's row
-    i + shift; None: the same View); a dimension past the rows has no counterpart there."""
-    if shift is None:
-        return dim, offset
-    if dim == 0 and type(offset) is int:
-        return 0, offset + shift
-    return dim, object()
 
 
 def _resolve(off, values: dict):

@@ -6,12 +6,9 @@ another thread of the other kernel writes. We prove it per shared array (memory 
 calls, written by at least one): every access of both kernels must index some dimension by the same
 one-to-one expression of each thread index (``tid`` or ``tid + c``, with ``c`` a constant or an
 unchanged scalar argument, compared by value at run time), so each thread stays inside its own slice.
-Other dimensions may use anything (loop variables, constants, even indirect reads). Different Views of
-overlapping memory are compared the same way in one's rows when their rows align (fuser/graph.py ``shifts``: a
-column of a matrix and the matrix, whose row i holds the column's element i): each must index the first
-dimension by the thread index plus offsets that meet the same row. Anything else (neighbour reads ``A[i-1]``
-against ``A[i]``, indirect ``A[idx[i]]``, atomics, Views handed to helpers, different views whose rows do not
-align) is refused.
+Other dimensions may use anything (loop variables, constants, even indirect reads). Anything else
+(neighbour reads ``A[i-1]`` against ``A[i]``, indirect ``A[idx[i]]``, atomics, Views handed to
+helpers, different views of overlapping memory) is refused.
 """
 from __future__ import annotations
 
