@@ -35,7 +35,7 @@ def _write_slice(v, value, at):
 
 
 def _write_asarray(v, value, at):
-    np.asarray(v).reshape(-1)[at % v.size] = value
+    np.asarray(v).flat[at % v.size] = value  # (into the View's memory also where it is not contiguous: ``Mc``)
 
 
 WRITES = {
