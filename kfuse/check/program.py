@@ -113,8 +113,8 @@ def _problem(step, n_results: int, aliases: set) -> str | None:
         if len(step.arrays) != len(kernel.params):
             return f"'{step.kernel}' takes {len(kernel.params)} arrays ({', '.join(kernel.params)})"
         for param, kind, name in zip(kernel.params, kernel.kinds, step.arrays):
-            if name != kind and not (kind == F64 and name in ONE_D) and not (kind == "M" and name in TWO_D):
-                takes = {F64: ONE_D, "M": TWO_D}.get(kind, (kind,))
+            takes = {F64: ONE_D, "M": TWO_D}.get(kind, (kind,))
+            if name != kind and name not in takes:
                 return f"parameter '{param}' takes {' or '.join(takes)}, not '{name}'"
         if step.kernel in NEIGHBOUR_READERS and GROUPS[step.arrays[0]] == GROUPS[step.arrays[1]]:
             return f"'{step.kernel}' reads neighbours: its arrays must not share memory (even eager runs would race)"
