@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from math import copysign
+from math import copysign, prod
 
 import numpy as np
 
@@ -59,6 +59,9 @@ from .views import View
 _PLANS = 8  # argument sets kept per function (each holds its Views)
 _CONSTANTS = (bool, int, float, str, type(None))
 _UNPLACED = object()  # ``_shape`` of a Future of no call of the flush (one run at once: the next call may place it)
+#: the most bytes of new result memory a plan makes ahead for its next replay (``_Made.make_ahead``): that saves a
+#: replay ~15 us of host time before its first launch, which only counts where kernels are short, so small results
+_AHEAD_BYTES = 1 << 24
 
 
 class _Plan:
@@ -108,9 +111,10 @@ class _Made:
     Views over them at their places -- those the flush's kept launches take, and those the result returns. Views the
     function made that no launch takes (array operations' results never stored) keep their recorded ones. An
     allocation no returned View lies in is made at the first replay only and serves every later one: only kfuse's
-    launches ever see it (the recorded run's memory, which the function's Python could have kept, is not reused)."""
+    launches ever see it (the recorded run's memory, which the function's Python could have kept, is not reused).
+    The allocations of returned Views are made after each replay for the next one (``make_ahead``), when small."""
 
-    __slots__ = ("roots", "slots", "places", "returned", "kept", "renewed")
+    __slots__ = ("roots", "slots", "places", "returned", "kept", "renewed", "ahead", "small")
 
     def __init__(self, roots: list, slots: list, places: list):
         self.roots = roots  # per allocation: (shape, NumPy dtype)
@@ -121,6 +125,9 @@ class _Made:
             self.returned[k] = self.returned[k] or slot is None
         self.renewed = [n for n, (k, *_) in enumerate(places) if self.returned[k]]  # Views new at each replay
         self.kept = None  # the first replay's Views in allocations of no returned View (None at the others)
+        self.ahead = None  # the next replay's Views in allocations of returned Views, made after the last replay
+        self.small = sum(prod(shape) * dtype.itemsize
+                         for (shape, dtype), new in zip(roots, self.returned) if new) <= _AHEAD_BYTES
 
     @classmethod
     def of(cls, wanted: list) -> "_Made | None":
@@ -150,11 +157,23 @@ class _Made:
             made = self._views([new_view(shape, dtype) for shape, dtype in self.roots], range(len(self.places)))
             self.kept = [None if self.returned[k] else view for view, (k, *_) in zip(made, self.places)]
             return made
-        roots = [new_view(shape, dtype) if new else None for (shape, dtype), new in zip(self.roots, self.returned)]
+        renewed, self.ahead = self.ahead or self._renewed(), None
         made = list(self.kept)
-        for n, view in zip(self.renewed, self._views(roots, self.renewed)):
+        for n, view in zip(self.renewed, renewed):
             made[n] = view
         return made
+
+    def make_ahead(self) -> None:
+        """After a replay: the next one's new memory, so that it need not be made before that replay's first launch
+        (on a GPU, the host work before it is all the device waits for; what follows overlaps the kernels). Memory
+        only kfuse holds, of undefined contents until that replay's kernels write it, as memory made then would be."""
+        if self.small and self.kept is not None and self.ahead is None:
+            self.ahead = self._renewed()
+
+    def _renewed(self) -> list:
+        """New allocations for the returned Views, and the Views at their places in them."""
+        roots = [new_view(shape, dtype) if new else None for (shape, dtype), new in zip(self.roots, self.returned)]
+        return self._views(roots, self.renewed)
 
     def _views(self, roots: list, numbers) -> list:
         """The Views at places ``numbers`` in ``roots``' memory (an allocation's first whole View is its root's)."""
@@ -168,7 +187,7 @@ class _Made:
                 continue
             array = root._array
             made.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides),
-                                     root))
+                                     root, root.ptr + offset))
         return made
 
 
@@ -203,7 +222,10 @@ class Captured:
                     if rt.logged.entries:  # its calls became trace entries (Rerun.run: a compile repaid, Views
                         rt.flush_all()  # that overlap): they run as made, and the next call records again
                         del self.plans[key]
-                    return _rebuild(plan.result, args, kwargs, *replayed)
+                    result = _rebuild(plan.result, args, kwargs, *replayed)
+                    if plan.made is not None and key in self.plans:
+                        plan.made.make_ahead()
+                    return result
                 del self.plans[key]
             return self._record(rt, key, args, kwargs)
 

@@ -106,8 +106,8 @@ class Template:
     in_order: bool  # the owners are the steps in order, no head (a rerun's calls are then the program's next ones)
     reducing: tuple  # the steps that deliver a reduction's or scan's value
     launches: tuple  # [kernel, policy slots, arguments, ((position, slot), ...), partition positions, those of them
-    #                  that deliver a reduction's or scan's value, the argument buffer packed (None on a device)], as
-    #                  they ran
+    #                  that deliver a reduction's or scan's value, the argument buffer packed (on a device a
+    #                  launch.KeptDeviceBuffer)], as they ran
     unfused: int  # groups the profitability decisions run apart
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     views: list  # per slot, the View of the last run
@@ -271,6 +271,8 @@ class _Match:
         template.views[:] = filled
         template.pointers[:] = [v.ptr for v in filled]
         for launch in template.launches:
+            if all(launch[2][position] is filled[slot] for position, slot in launch[3]):
+                continue  # (its buffer stays: a replay's new result Views reach few of its launches)
             passed = list(launch[2])
             for position, slot in launch[3]:
                 passed[position] = filled[slot]

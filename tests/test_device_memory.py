@@ -396,3 +396,34 @@ def test_device_buffers_of_dropped_views_are_reused_not_freed(fake_gpu, mode, mo
     del x
     gc.collect()
     assert calls == {"malloc": 3, "free": 3}  # two spares freed, then the new buffer at once
+
+
+def test_a_replay_reuses_its_device_argument_buffer_until_a_view_changes_on_the_host(fake_gpu, monkeypatch):
+    """A captured function's kept launches on a GPU keep their packed device pointers (runtime/launch.py
+    ``KeptDeviceBuffer``) while their Views' device copies stay current; a host write to an argument makes its
+    copy stale, and the next replay packs again, copying the new values over first: results follow NumPy."""
+    from kfuse.runtime import launch
+
+    packs = []
+    real = launch.KeptDeviceBuffer.pack
+    monkeypatch.setattr(launch.KeptDeviceBuffer, "pack", lambda self, *a: packs.append(1) or real(self, *a))
+
+    @pk.capture
+    def step(x, y, z):
+        pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+        pk.parallel_for(N, dm_scale, a=3.0, x=y, y=z)
+
+    x, y, z = inputs(), pk.View([N]), pk.View([N])
+    values = np.arange(N, dtype=np.float64)
+    pk.enable_fusion()
+    try:
+        for k in range(12):
+            if k % 4 == 3:
+                x[k] = -1.0 - k  # on the host: x's device copy is stale now
+                values[k] = -1.0 - k
+            step(x, y, z)
+            np.testing.assert_array_equal(np.asarray(z), 6.0 * values)
+    finally:
+        pk.disable_fusion()
+    assert 0 < len(packs) < 12  # replays after an unchanged one packed nothing
+    assert pk.stats()["calls_captured"] > 0

@@ -194,6 +194,33 @@ def device_pointer(view, writes: bool) -> int:
     return mirror.device_ptr + (view.ptr - mirror.host_ptr)
 
 
+def pointers_taken(args, params) -> tuple | None:
+    """After ``device_pointer`` gave every View in ``args`` (at ``params``' (position, writes) pairs) its address:
+    (View, its pointer, its mirror, writes) per View, for ``still_current``; None where one is not a plain View
+    (a caller's GPU array or NumPy memory: their pointers are asked for at every launch)."""
+    taken = []
+    for i, writes in params:
+        view = args[i]
+        if type(view) is not View or view._mirror is None:
+            return None
+        taken.append((view, view.ptr, view._mirror, writes))
+    return tuple(taken)
+
+
+def still_current(taken: tuple) -> bool:
+    """Whether ``device_pointer`` would give each of ``taken``'s Views the address it gave before with nothing to
+    copy: the View's memory and its mirror are the same, listed, and the device copy is current (not "host
+    newer"). Then it does what ``device_pointer`` does for such a View: a written one's mirror is "device newer"."""
+    for view, ptr, mirror, _ in taken:
+        if view.ptr != ptr or view._mirror is not mirror or mirror.state == HOST or \
+                _mirrors.get(mirror.host_ptr) is not mirror:
+            return False
+    for _, _, mirror, writes in taken:
+        if writes:
+            mirror.state = DEVICE
+    return True
+
+
 def _fill(mirror: Mirror, element: bytes) -> None:
     """Set every element of ``mirror``'s device memory to ``element`` (its bytes, at most 8)."""
     pattern = int.from_bytes(element, "little")
