@@ -148,11 +148,11 @@ def test_mvt_tiles_of_any_shape(rows, columns, team):
     rng = np.random.default_rng(rows * 100 + columns)
     A, x1, x2, y1, y2 = rng.random((n, n)), rng.random(n), rng.random(n), rng.random(n), rng.random(n)
     r1, r2 = pk.from_numpy(x1.copy()), pk.from_numpy(x2.copy())
-    tiles = -(-n // rows) * -(-n // columns)
-    policy = pk.TeamPolicy(tiles, team).set_scratch_size(
+    blocks = -(-n // columns)
+    policy = pk.TeamPolicy(-(-n // rows) * blocks, team).set_scratch_size(
         0, pk.PerTeam(pk.ScratchView2D[pk.double].shmem_size(rows, columns + 1)))
     pk.parallel_for(policy, mvt.add_matvecs_tiles, x1=r1, x2=r2, A=pk.from_numpy(A), y1=pk.from_numpy(y1),
-                    y2=pk.from_numpy(y2), n=n, rows=rows, width=columns + 1)
+                    y2=pk.from_numpy(y2), n=n, rows=rows, width=columns + 1, blocks=blocks)
     for g, want in zip(results(r1, r2), ref_mvt(A, x1, x2, y1, y2)):
         assert_close(g, want)
 

@@ -14,7 +14,8 @@ import pytest
 import kfuse as pk
 from kfuse.calls import prepare
 from kfuse.codegen import kernel as codegen
-from kfuse.runtime import launch
+from kfuse.runtime import kokkos_runtime, launch
+from test_team_api import two_views  # (two team-scratch Views of different element sizes)
 
 N = 64
 
@@ -62,6 +63,46 @@ def by_shadowed(team: pk.TeamMember, k: pk.View1D[pk.int64], n: int):
 
 
 @pk.workunit
+def staged(team: pk.TeamMember, x: pk.View2D[pk.double], y: pk.View1D[pk.double], width: int):
+    """Team r stages row r of x and its squares in team scratch memory, then adds them up."""
+    r: int = team.league_rank()
+    tile: pk.ScratchView2D[pk.double] = pk.ScratchView2D(team.team_scratch(0), 2, width)
+
+    def fill(j: int):
+        tile[0][j] = x[r][j]
+        tile[1][j] = x[r][j] * x[r][j]
+
+    pk.parallel_for(pk.TeamThreadRange(team, width), fill)
+    team.team_barrier()
+    s: float = 0.0
+    if team.team_rank() == 0:
+        for j in range(width):
+            s += tile[0][j] + tile[1][j]
+        y[r] = s
+
+
+@pk.workunit
+def per_thread_scratch(team: pk.TeamMember, out: pk.View1D[pk.double], n: int):
+    mine: pk.ScratchView1D[pk.double] = pk.ScratchView1D(team.thread_scratch(0), n)
+    mine[0] = 1.0
+    out[team.league_rank()] = mine[0]
+
+
+@pk.workunit
+def scratch_of_a_sum(team: pk.TeamMember, out: pk.View1D[pk.double], n: int):
+    s: pk.ScratchView1D[pk.double] = pk.ScratchView1D(team.team_scratch(0), n + 1)  # the host sees n, not n + 1
+    s[0] = 1.0
+    out[team.league_rank()] = s[0]
+
+
+@pk.workunit
+def scratch_of_an_extent(team: pk.TeamMember, out: pk.View1D[pk.double]):
+    s: pk.ScratchView1D[pk.double] = pk.ScratchView1D(team.team_scratch(0), out.extent(0))
+    s[0] = 1.0
+    out[team.league_rank()] = s[0]
+
+
+@pk.workunit
 def printed(i, x: pk.View1D[pk.double]):
     pk.printf("%f\n", x[i])
 
@@ -75,6 +116,13 @@ def _source(wu, space: str, op: str = "for", **kwargs) -> str:
     prepared = prepare(wu, op, N, (), kwargs).prepared
     spec = dataclasses.replace(prepared.spec, space=space)
     return codegen.generate(prepared.source, spec, prepared.name).source
+
+
+def _team_source(wu, scratch_bytes: int, **kwargs) -> str:
+    """The CUDA source of team kernel ``wu`` given ``scratch_bytes`` of level-0 scratch memory per team."""
+    policy = pk.TeamPolicy(N, 1).set_scratch_size(0, pk.PerTeam(scratch_bytes))
+    prepared = prepare(wu, "for", policy, (), kwargs).prepared
+    return codegen.generate(prepared.source, dataclasses.replace(prepared.spec, space="Cuda"), prepared.name).source
 
 
 def _entry(source: str, name: str) -> str | None:
@@ -115,6 +163,34 @@ def test_a_kernel_dividing_only_by_its_arguments_is_checked_on_the_host_then_que
     assert queued is not None and check in queued
     assert queued.index(check) < queued.index("Kokkos::parallel_for(")
     assert "Kokkos::fence();" not in queued
+
+
+@pytest.mark.backend("null")
+def test_team_scratch_of_constant_and_argument_extents_is_checked_on_the_host_then_queued():
+    out = pk.View([N])
+    queued = _entry(_team_source(two_views, 64, out=out, n=4), "kfuse_launch_queued")
+    assert queued is not None and "Kokkos::fence();" not in queued
+    fallback = "return kfuse_launch(kf_args, kf_out, kf_err, kf_errlen);"
+    checks = ["KfScratch kf_bound = kf_scratch_bound_start(kf_f.kf_scratch_bytes);",
+              f"if (!kf_scratch_sure(kf_bound, 0, sizeof(int32_t), 3)) {fallback}",
+              f"if (!kf_scratch_sure(kf_bound, 0, sizeof(double), kf_f.n)) {fallback}",
+              "Kokkos::parallel_for("]
+    places = [queued.find(c) for c in checks]
+    assert -1 not in places and places == sorted(places), places  # in statement order, before the launch
+    assert queued.index("kf_scratch_total") < places[0]  # after the guards that throw
+    staged_queued = _entry(_team_source(staged, 1024, x=pk.View([N, 4]), y=pk.View([N]), width=4),
+                           "kfuse_launch_queued")
+    assert f"if (!kf_scratch_sure(kf_bound, 0, sizeof(double), 2, kf_f.width)) {fallback}" in staged_queued
+
+
+@pytest.mark.backend("null")
+def test_thread_scratch_and_extents_the_host_does_not_know_always_wait():
+    out = pk.View([N])
+    for source in (_team_source(per_thread_scratch, 1024, out=out, n=4),
+                   _team_source(scratch_of_a_sum, 1024, out=out, n=4),
+                   _team_source(scratch_of_an_extent, 1024, out=out)):
+        assert _entry(source, "kfuse_launch") is not None
+        assert _entry(source, "kfuse_launch_queued") is None
 
 
 @pytest.fixture
@@ -199,3 +275,69 @@ def test_a_queued_division_that_could_fault_waits_and_reports_as_eager(every_lau
         with pytest.raises(ZeroDivisionError, match="halved_twice"):
             pk.parallel_for(N, halved_twice, k=k, by=by, step=step)
     assert every_launch_queued == ["halved_twice"]  # the queued entry ran the waiting one
+
+
+def _two_scratch_views(n: int, level0_bytes: int) -> pk.View:
+    out = pk.View([3])
+    pk.parallel_for(pk.TeamPolicy(3, 1).set_scratch_size(0, pk.PerTeam(level0_bytes)), two_views, out=out, n=n)
+    return out
+
+
+@pytest.mark.backend("kokkos")
+def test_a_queued_team_kernel_staging_through_scratch_computes_what_numpy_does(every_launch_queued):
+    values = np.random.default_rng(5).standard_normal((5, 6))
+    x, y = pk.from_numpy(values.copy()), pk.View([5])
+    team = min(2, kokkos_runtime.concurrency())  # teams of several threads where the machine has them
+    policy = pk.TeamPolicy(5, team).set_scratch_size(0, pk.PerTeam(pk.ScratchView2D[pk.double].shmem_size(2, 6)))
+    pk.parallel_for(policy, staged, x=x, y=y, width=6)
+    np.testing.assert_allclose(np.asarray(y), (values + values * values).sum(axis=1), rtol=1e-14)
+    assert every_launch_queued == ["staged"]
+    kernel = prepare(staged, "for", policy, (), dict(x=x, y=y, width=6)).prepared.kernel
+    assert kernel.last_seconds == 0.0  # the waiting entry, which times its launch, never ran
+
+
+@pytest.mark.backend("kokkos")
+def test_queued_scratch_that_does_not_fit_waits_and_reports_as_the_waiting_entry(every_launch_queued, monkeypatch):
+    with pytest.raises(pk.KernelScratchError) as queued:
+        _two_scratch_views(4, 47)  # first at 0..12, second at 16..48: one byte short
+    assert every_launch_queued == ["two_views"]  # the queued entry ran the waiting one
+    monkeypatch.undo()  # launches take the waiting entry alone again
+    with pytest.raises(pk.KernelScratchError) as waiting:
+        _two_scratch_views(4, 47)
+    assert every_launch_queued == ["two_views"]
+    assert str(queued.value) == str(waiting.value)
+    assert (queued.value.view, queued.value.needed, queued.value.available) == ("second", 48, 47)
+
+
+@pytest.mark.backend("kokkos")
+def test_queued_scratch_not_sure_to_fit_waits_and_computes(every_launch_queued):
+    """The host bound pads each View by max(size, 8) - 1 bytes: 7 + 12 + 7 + 32 = 58 bytes for these two, where
+    kfuse's count on the device needs 48; in between, the waiting entry runs (and times its launch)."""
+    np.testing.assert_array_equal(_two_scratch_views(4, 58), [3.0, 3.0, 3.0])
+    kernel = prepare(two_views, "for", pk.TeamPolicy(3, 1).set_scratch_size(0, pk.PerTeam(58)), (),
+                     dict(out=pk.View([3]), n=4)).prepared.kernel
+    for level0_bytes, waits in [(57, True), (58, False), (48, True), (1024, False)]:
+        before = kernel.last_seconds
+        np.testing.assert_array_equal(_two_scratch_views(4, level0_bytes), [3.0, 3.0, 3.0])
+        assert (kernel.last_seconds != before) == waits, level0_bytes
+    assert every_launch_queued == ["two_views"] * 5
+
+
+@pytest.mark.backend("null")
+def test_the_mvt_example_tile_kernel_is_queued_on_a_gpu():
+    """examples/npbench/mvt.py's one-pass GPU kernel divides only by its ``blocks`` argument and takes team scratch
+    of argument extents (rows by width), sized by ``shmem_size``: a replay queues it, after the host checks both."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from examples.npbench import mvt
+
+    n, width = 40, mvt.TILE_COLUMNS + 1
+    x = [pk.View([n]) for _ in range(4)]
+    source = _team_source(mvt.add_matvecs_tiles, pk.ScratchView2D[pk.double].shmem_size(mvt.TILE_ROWS, width),
+                          x1=x[0], x2=x[1], A=pk.View([n, n]), y1=x[2], y2=x[3], n=n, rows=mvt.TILE_ROWS,
+                          width=width, blocks=1)
+    queued = _entry(source, "kfuse_launch_queued")
+    assert queued is not None and "kf_divisor_safe(kf_f.blocks)" in queued
+    assert "kf_scratch_sure(kf_bound, 0, sizeof(double), kf_f.rows, kf_f.width)" in queued

@@ -48,12 +48,13 @@ def add_matvec_transposed(i: int, x: pk.View1D[pk.double], A: pk.View2D[pk.doubl
 @pk.workunit
 def add_matvecs_tiles(team: pk.TeamMember, x1: pk.View1D[pk.double], x2: pk.View1D[pk.double],
                       A: pk.View2D[pk.double], y1: pk.View1D[pk.double], y2: pk.View1D[pk.double], n: int,
-                      rows: int, width: int):
+                      rows: int, width: int, blocks: int):
     """Both products over one tile of A: ``rows`` rows by ``width - 1`` columns (the tile's row of products in
-    scratch is ``width`` long, one more than the columns, so the threads summing a row each read another bank)."""
+    scratch is ``width`` long, one more than the columns, so the threads summing a row each read another bank);
+    ``blocks`` tiles across a row of A. Its divisions divide by that argument and its scratch extents are arguments,
+    so the host can tell it cannot fault: on a GPU a replay queues it without waiting (kfuse/codegen/kernel.py)."""
     tile: int = width - 1
     k: int = team.team_rank()
-    blocks: int = (n + tile - 1) // tile
     r0: int = (team.league_rank() // blocks) * rows
     c0: int = (team.league_rank() % blocks) * tile
     r_end: int = min(r0 + rows, n)
@@ -90,10 +91,11 @@ def mvt_gpu(A, x1, x2, y1, y2, n: int) -> None:
     its tile on a GPU; elsewhere as many as the space gives (each thread then takes every team_size-th column)."""
     width = TILE_COLUMNS + 1
     team = TILE_COLUMNS if pk.get_default_space().value in ("Cuda", "HIP") else pk.AUTO
-    tiles = -(-n // TILE_ROWS) * -(-n // TILE_COLUMNS)
-    policy = pk.TeamPolicy(tiles, team).set_scratch_size(
+    blocks = -(-n // TILE_COLUMNS)
+    policy = pk.TeamPolicy(-(-n // TILE_ROWS) * blocks, team).set_scratch_size(
         0, pk.PerTeam(pk.ScratchView2D[pk.double].shmem_size(TILE_ROWS, width)))
-    pk.parallel_for(policy, add_matvecs_tiles, x1=x1, x2=x2, A=A, y1=y1, y2=y2, n=n, rows=TILE_ROWS, width=width)
+    pk.parallel_for(policy, add_matvecs_tiles, x1=x1, x2=x2, A=A, y1=y1, y2=y2, n=n, rows=TILE_ROWS, width=width,
+                    blocks=blocks)
 
 
 def initialize(size: str) -> dict:

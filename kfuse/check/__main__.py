@@ -38,7 +38,8 @@ class Outcome:
 def _launch_as_on_a_gpu() -> None:
     """Host kernels get the queued entry GPU loops have (kfuse/codegen/kernel.py ``QUEUED_SPACES``), which reruns
     and replays take, as on a GPU: its launch without the fence, and its host check of the divisors a loop divides
-    by (a divisor that could fault runs the waiting entry); and loops adding up terms split as on a GPU
+    by and of the team scratch memory it takes (a divisor that could fault, or a View that might not fit, runs the
+    waiting entry); and loops adding up terms split as on a GPU
     (kfuse/codegen/lanes.py ``LANE_SPACES``: one lane an index on the host, the same C++ otherwise). For this
     process and the workers it starts; set before any kernel is generated, since kernels are kept as first made."""
     from ..codegen import kernel as codegen

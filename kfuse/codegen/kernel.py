@@ -7,7 +7,8 @@ library; this keeps both compile time and per-call overhead low. It returns 0, o
 message in ``err``, or 2 with the record of a kernel fault (``errors.kernel_fault`` reads it). It waits for the
 kernel (a fence) and times it. A GPU ``parallel_for`` that cannot fault also has ``kfuse_launch_queued``, which
 returns once the kernel is queued on the device; where the kernel's only checked operations divide by its scalar
-arguments, that entry checks those on the host first and runs the waiting one if one could fault.
+arguments or take team scratch memory of extents known before the launch, that entry checks those on the host
+first (a divisor neither 0 nor -1, every ScratchView sure to fit) and runs the waiting one if one could fault.
 """
 from __future__ import annotations
 
@@ -25,10 +26,11 @@ from .cxx_names import cpp_type, ident, view_type
 from .lanes import lane_loops
 from .printer import BodyPrinter, Unit
 
-CODEGEN_VERSION = "4"
+CODEGEN_VERSION = "5"
 #: Spaces whose ``parallel_for`` kernels that cannot fault (no checked operation, or only divisions by their scalar
-#: arguments, checked on the host) and do not print also get ``kfuse_launch_queued``: the launch without its fence,
-#: for replays that wait for the device once at the end (kfuse/runtime/launch.py).
+#: arguments and team scratch memory of constant or argument extents, checked on the host) and do not print also get
+#: ``kfuse_launch_queued``: the launch without its fence, for replays that wait for the device once at the end
+#: (kfuse/runtime/launch.py).
 QUEUED_SPACES = frozenset({"Cuda", "HIP"})
 #: Spaces whose rank-1 range reductions of several sums run in the prelude's ``kf_reduce_in_blocks`` (``_in_blocks``).
 BLOCK_SPACES = frozenset({"Cuda"})
@@ -173,7 +175,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         results = _store_result("kf_r", spec.accs[0], 0)
     result_format = "".join("d" if d.is_float else "q" for d in spec.accs)
 
-    divisors = unit.host_checked_divisors()
+    divisors, scratch = unit.host_checked_divisors(), unit.host_checked_scratch()
     queues = spec.op == "for" and spec.space in QUEUED_SPACES and divisors is not None and not unit.uses_printf
 
     def entry(name: str, waits: bool) -> list:
@@ -193,7 +195,8 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
             "    Functor kf_f;",
             *unpack,
             *checks,
-            *(["    auto kf_t0 = std::chrono::steady_clock::now();"] if waits else _divisors_check(divisors)),
+            *(["    auto kf_t0 = std::chrono::steady_clock::now();"] if waits else
+              _divisors_check(divisors) + _scratch_check(scratch)),
             launch,
             *ending,
             "    return 0;",
@@ -233,6 +236,19 @@ def _divisors_check(divisors: list) -> list[str]:
         return []
     unsafe = " || ".join(f"!kf_divisor_safe(kf_f.{ident(n)})" for n in divisors)
     return [f"    if ({unsafe}) return kfuse_launch(kf_args, kf_out, kf_err, kf_errlen);"]
+
+
+def _scratch_check(views: list) -> list[str]:
+    """The queued entry of a kernel taking team scratch memory: where a ScratchView might not fit (kfuse's count or
+    Kokkos's allocator, the prelude's ``kf_scratch_sure``), the waiting entry runs instead, and reports the fault."""
+    if not views:
+        return []
+    lines = ["    KfScratch kf_bound = kf_scratch_bound_start(kf_f.kf_scratch_bytes);"]
+    for v in views:
+        extents = ", ".join(str(x) if isinstance(x, int) else f"kf_f.{ident(x)}" for x in v.extents)
+        lines.append(f"    if (!kf_scratch_sure(kf_bound, {v.level}, sizeof({v.element}), {extents})) "
+                     "return kfuse_launch(kf_args, kf_out, kf_err, kf_errlen);")
+    return lines
 
 
 def _in_blocks(spec: KernelSpec) -> bool:

@@ -214,7 +214,7 @@ KOKKOS_INLINE_FUNCTION T& kf_at_ptr(T* p, int site, X... x) {
 // backend, before anything touches it.
 struct KfScratch {
   int64_t used[2];
-  int64_t capacity[2];  // per team: PerTeam bytes + team_size * PerThread bytes
+  int64_t capacity[2];  // per team: PerTeam bytes + team_size * PerThread bytes (the host bound's: PerTeam bytes)
 };
 KOKKOS_INLINE_FUNCTION KfScratch kf_scratch_start(const int64_t* bytes, int64_t team_size) {
   return KfScratch{{0, 0}, {bytes[0] + team_size * bytes[1], bytes[2] + team_size * bytes[3]}};
@@ -241,6 +241,30 @@ KOKKOS_INLINE_FUNCTION bool kf_scratch_take(KfScratch& s, int level, int64_t sli
     return false;
   }
   s.used[level] = start + bytes;
+  return true;
+}
+// Host, before a queued launch: the count kf_scratch_sure takes team-level Views from, against the PerTeam bytes
+// alone (PerThread bytes only add room).
+inline KfScratch kf_scratch_bound_start(const int64_t* bytes) {
+  return KfScratch{{0, 0}, {bytes[0], bytes[2]}};
+}
+// Host, before a queued launch: whether a team-level View of `size`-byte elements and these extents, taken after
+// the ones `s` counted, fits for sure; false for a negative extent or a View that might not fit. Kokkos aligns the
+// address of each View's start to A = max(size, 8), from a base that need not be aligned, so a View costs it at
+// most A - 1 bytes of padding plus its own; kf_scratch_take pads each offset to `size` <= A. Counting A - 1 bytes
+// plus the View's for every View, against the PerTeam bytes (both have at least those), bounds both counts.
+template <class... N>
+inline bool kf_scratch_sure(KfScratch& s, int level, int64_t size, N... n) {
+  const int64_t most = std::numeric_limits<int64_t>::max();
+  const int64_t extents[] = {static_cast<int64_t>(n)...};
+  int64_t bytes = size;  // saturates at `most`
+  for (const int64_t e : extents) {
+    if (e < 0) return false;
+    bytes = e == 0 ? 0 : bytes > most / e ? most : bytes * e;
+  }
+  const int64_t padding = (size > 8 ? size : 8) - 1;
+  if (bytes > s.capacity[level] - s.used[level] - padding) return false;
+  s.used[level] += padding + bytes;
   return true;
 }
 // What Kokkos gave the View: null for one of some bytes would be memory it refused although kfuse counted room.

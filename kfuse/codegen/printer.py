@@ -16,6 +16,8 @@ order the printer meets them, helpers' sites where a helper is first called.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..ir import nodes as ir
 from ..ir import printf
 from ..ir.access import assigned_names, nested_params
@@ -23,6 +25,15 @@ from ..ir.typing import ATOMICS, BOOL, atomic_op
 from ..types import promote
 from .cxx_names import cpp_type, ident, method_name
 from .sites import FaultSite, c_string
+
+
+class HostScratch(NamedTuple):
+    """A team-level ScratchView whose extents the host knows before the launch (``Unit.host_checked_scratch``)."""
+
+    name: str  # (two Views of one shape are two Views to fit)
+    level: int
+    element: str  # the element's C++ type
+    extents: tuple  # integer constants and the names of fixed scalar arguments
 
 
 class Unit:
@@ -35,9 +46,12 @@ class Unit:
         self.lanes = lanes or {}  # kernel runs in lanes: id(loop) -> its sums, for the loops split (codegen/lanes.py)
         self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
         self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
-        # per fault site, the kernel's scalar arguments it divides by, or None where one of its checks divides by
-        # anything else: a kernel whose every site divides by arguments can be told unable to fault on the host
+        # per division's fault site, the kernel's scalar arguments it divides by, or None where one of its checks
+        # divides by anything else; per ScratchView's, the View as the host sees it, or None (thread scratch, an
+        # extent the host does not know): a kernel whose every site is one of these can be told unable to fault on
+        # the host
         self.divisors: dict[int, set | None] = {}
+        self.scratch: dict[int, HostScratch | None] = {}
         self._fixed = set(kernel.scalars) - assigned_names(kernel.body) - nested_params(kernel.body)
         self.uses_printf = False  # the launcher then flushes C stdout so output keeps its order with Python's
         self.uses_ref = False  # some call passes a temporary classtype value by reference
@@ -56,12 +70,34 @@ class Unit:
         else:
             self.divisors[site] = None
 
+    def takes_scratch(self, view: ir.ScratchView, sites: list) -> None:
+        """Note the fault ``sites`` of ScratchView ``view``: the host can check them where the View is team-level
+        and each extent is an integer constant or a fixed scalar argument."""
+        extents = tuple(_host_extent(e, self._fixed) for e in view.extents)
+        known = not view.per_thread and all(x is not None for x in extents)
+        checked = HostScratch(view.name, view.level, view.type.dtype.cpp, extents) if known else None
+        for site in sites:
+            self.scratch[site] = checked
+
+    def _host_checkable(self) -> bool:
+        """Whether every fault site is a division by fixed scalar arguments or a ScratchView the host can check."""
+        checks = [*self.divisors.values(), *self.scratch.values()]
+        return len(checks) == len(self.fault_sites) and all(c is not None for c in checks)
+
     def host_checked_divisors(self) -> list | None:
-        """The scalar arguments that, neither 0 nor -1, leave no fault site able to fault; None where some site
-        checks anything else (an index, scratch memory, a division by data or by a helper's argument)."""
-        if len(self.divisors) != len(self.fault_sites) or any(d is None for d in self.divisors.values()):
+        """The scalar arguments that, neither 0 nor -1, leave no division's fault site able to fault; None where some
+        site checks anything else (an index, a division by data or by a helper's argument) than these divisions and
+        the ScratchViews ``host_checked_scratch`` lists."""
+        if not self._host_checkable():
             return None
         return sorted(set().union(*self.divisors.values()))
+
+    def host_checked_scratch(self) -> list | None:
+        """The ScratchViews (``HostScratch``, in statement order) that, sure to fit, leave no scratch fault site able
+        to fault; None where some site cannot be checked on the host (as ``host_checked_divisors``)."""
+        if not self._host_checkable():
+            return None
+        return list(dict.fromkeys(self.scratch.values()))
 
     def helper(self, index: int) -> str:
         """The C++ name of helper instance ``index`` (a member function's, for a classtype method); its
@@ -114,6 +150,15 @@ def signature(params) -> str:
 def _unconverted(e):
     """``e`` without the promotion its parent applied (spellings that cast anyway, or never, use this)."""
     return e.value if isinstance(e, ir.Cast) and not e.explicit else e
+
+
+def _host_extent(e, fixed: set):
+    """A ScratchView extent as the host knows it: an integer constant, a fixed scalar argument's name, or None."""
+    e = _unconverted(e)
+    value = int_constant(e)
+    if value is not None:
+        return value
+    return e.id if isinstance(e, ir.Name) and e.id in fixed else None
 
 
 def int_constant(e):
@@ -204,14 +249,14 @@ class BodyPrinter:
         extents = [f"kf_{name}_n{d}" for d in range(len(s.extents))]
         out += [f"{ind}const int64_t {e} = {self.expr(x)};" for e, x in zip(extents, s.extents)]
         slices = f"static_cast<int64_t>({ident(s.team)}.team_size())" if s.per_thread else "1"
-        fits = (f"kf_scratch_take(kf_scratch, {s.level}, {slices}, sizeof({s.type.dtype.cpp}), "
-                f"{self.site('scratch', s.loc, s.name)}, {self.site('scratch_extent', s.loc, s.name)}, "
-                f"{', '.join(extents)})")
+        sites = [self.site(kind, s.loc, s.name) for kind in ("scratch", "scratch_extent", "scratch_refused")]
+        self.unit.takes_scratch(s, sites)
+        fits = (f"kf_scratch_take(kf_scratch, {s.level}, {slices}, sizeof({s.type.dtype.cpp}), {sites[0]}, "
+                f"{sites[1]}, {', '.join(extents)})")
         space = f"{ident(s.team)}.{'thread' if s.per_thread else 'team'}_scratch({s.level})"
         out.append(f"{ind}if (!{fits}) return;")
         out.append(f"{ind}const {cpp_type(s.type)} {name}({space}, {', '.join(extents)});")
-        out.append(f"{ind}if (!kf_scratch_given({name}.data(), {name}.span(), {s.level}, "
-                   f"{self.site('scratch_refused', s.loc, s.name)})) return;")
+        out.append(f"{ind}if (!kf_scratch_given({name}.data(), {name}.span(), {s.level}, {sites[2]})) return;")
         self.views[s.name] = s.type
 
     def stmt_Assign(self, s, out, ind):
