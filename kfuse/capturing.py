@@ -360,7 +360,7 @@ def _launch(rt, call):
     if views.constant and runs_off_gpu(prepared.backend, prepared.spec.space):
         views.touched(call.args)
     prepared.backend.enter_thread()
-    value = execute(call)
+    value = execute(call, queued=True)  # (as a replayed flush's kept launches are)
     return None if call.op == "for" else done(prepared.spec.accs[0], value)
 
 

@@ -318,9 +318,11 @@ def _timed(rt, choice, fused: bool, seconds: float, kernel_seconds: float | None
 
 
 # --- launch -----------------------------------------------------------------------------------
-def execute(call):
-    """Run one call now; returns its reduction/scan value (or None)."""
-    results = kernel_of(call.prepared).launch(policy_slots(call.policy), call.bound_args())
+def execute(call, queued: bool = False):
+    """Run one call now; returns its reduction/scan value (or None). ``queued``: a GPU kernel that cannot fault may
+    return once the device has it (a replay's launch, kfuse/capturing.py: whatever reads its results waits)."""
+    kernel, bounds, args = kernel_of(call.prepared), policy_slots(call.policy), call.bound_args()
+    results = kernel.launch_queued(bounds, args) if queued else kernel.launch(bounds, args)
     return results[0] if results else None
 
 

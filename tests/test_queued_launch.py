@@ -341,3 +341,22 @@ def test_the_mvt_example_tile_kernel_is_queued_on_a_gpu():
     queued = _entry(source, "kfuse_launch_queued")
     assert queued is not None and "kf_divisor_safe(kf_f.blocks)" in queued
     assert "kf_scratch_sure(kf_bound, 0, sizeof(double), kf_f.rows, kf_f.width)" in queued
+
+
+@pytest.mark.backend("kokkos")
+def test_a_captured_function_of_one_call_replays_through_the_queued_entry(queued_on_host):
+    """A function whose flush is one kernel call (mvt's GPU products) is replayed as that call alone
+    (kfuse/capturing.py), which launches queued as a replayed flush's kept launches do."""
+    @pk.capture
+    def step(x, y):
+        pk.parallel_for(N, scaled, x=x, y=y, by=3.0)
+        return y
+
+    values = np.random.default_rng(5).standard_normal(N)
+    x, y = pk.from_numpy(values.copy()), pk.View([N])
+    for k in range(6):
+        x[k] = float(k)
+        values[k] = float(k)
+        np.testing.assert_array_equal(np.asarray(step(x, y)), 3.0 * values)
+    assert pk.stats()["calls_captured"] >= 3
+    assert len(queued_on_host) == pk.stats()["calls_captured"]  # every replayed launch was queued
