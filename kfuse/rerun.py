@@ -258,18 +258,18 @@ class _Match:
             return False
         for view, last, pointer, (_, shape, strides) in zip(self.filled, template.views, template.pointers,
                                                             template.kinds):
-            if view.shape != shape or view.strides != strides or view is last and view.ptr != pointer:
+            if view is last:  # (its shape was checked when it came: only View.resize changes it, and its memory)
+                if view.ptr != pointer:
+                    return False
+            elif view.shape != shape or view.strides != strides:
                 return False
         if not self.new or self.laid_out:
             return True
         return _disjoint(self.filled) if template.disjoint else _layout(self.filled) == template.layout
 
     def adopt(self) -> None:
-        """Make the slots' Views the template's (after they ran): the next repetition on them is compared by
-        identity, and the last run's Views are not held."""
+        """Make the slots' Views the kept launches' (before they run) and the template's (``adopted``, after)."""
         template, filled = self.template, self.filled
-        template.views[:] = filled
-        template.pointers[:] = [v.ptr for v in filled]
         for launch in template.launches:
             if all(launch[2][position] is filled[slot] for position, slot in launch[3]):
                 continue  # (its buffer stays: a replay's new result Views reach few of its launches)
@@ -279,6 +279,14 @@ class _Match:
             launch[2] = tuple(passed)
             if launch[6] is not None:
                 launch[6] = launch[0].packed(launch[1], launch[2])
+
+    def adopted(self) -> None:
+        """The slots' Views are the template's now that they ran: the next repetition on them is compared by
+        identity, and the last run's Views are not held (after the launches: a replay's device waits for none of
+        this)."""
+        template, filled = self.template, self.filled
+        template.views[:] = filled
+        template.pointers[:] = [v.ptr for v in filled]
 
 
 def _record_untraced(rt, kept, words: str, timed: bool) -> None:
@@ -583,6 +591,8 @@ class Rerun:
                     self._future(template, p, head).set_result(next(results))
         finally:
             rt._running = False
+            if match.new:
+                match.adopted()
             for i in template.tail:
                 call = _with_result(match.call(template.steps[i]), self.futures[i])
                 call.position = self.first_call + i
