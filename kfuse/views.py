@@ -280,9 +280,19 @@ def overlaps(a, b) -> bool:
 
 def meet(span: tuple, step: tuple, span2: tuple, step2: tuple) -> bool:
     """Whether the elements of two Views may share a byte, from their byte spans ``(lo, hi)`` and lattices
-    (``lattice``): neither is empty, the spans intersect and the lattices do not keep them apart."""
+    (``lattice``): neither is empty, the spans intersect and the lattices do not keep them apart, each seen on the
+    other's step where its whole span fits in one (a row's two elements between two elements of a column)."""
     (lo, hi), (lo2, hi2) = span, span2
-    return lo < hi and lo2 < hi2 and lo < hi2 and lo2 < hi and not apart(lo2 - lo, step, step2)
+    if not (lo < hi and lo2 < hi2 and lo < hi2 and lo2 < hi):
+        return False
+    return not (apart(lo2 - lo, step, _on_step(step2, hi2 - lo2, step[0])) or
+                apart(lo - lo2, step2, _on_step(step, hi - lo, step2[0])))
+
+
+def _on_step(own: tuple, width: int, step: int) -> tuple:
+    """A View's lattice on another's ``step``: one block of its ``width`` bytes (its whole span) where that fits in
+    a step, else its own."""
+    return (step, width) if own[0] != step and width <= step else own
 
 
 def lattice(view) -> tuple:

@@ -111,6 +111,10 @@ CASES = {
     "fault_in_a_fused_column_keeps_the_next_column": Case.of([Call("blend", ("c", "m1"), -1.25),
                                                               Call("divide_by", ("d2", "buf"), -1),
                                                               Call("divide", ("m0", "m0"), 3)]),
+    # a failed call writing column 0 of M, then row sums of columns 1-2 broadcasting their first row (seed 150463
+    # case 444, shrunk: that row's two elements lie between the column's, so they hold nothing the failure lost)
+    "failed_column_beside_a_broadcast_row_of_the_next_columns": Case.of([Call("ops_rows", ("Mc", "lo"), 3.0),
+                                                                         Call("debug", ("m0",), 0)]),
 }
 
 _CHAIN = (Call("scale", ("a", "b")), Call("axpy", ("b", "c"), 0.5), Call("dot", ("b", "c")), Export("b"),

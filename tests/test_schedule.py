@@ -301,6 +301,22 @@ def test_interleaved_views_overlap_only_where_their_elements_share_a_byte(views,
     assert _ranks(*layout(shift)) == graph.extents
 
 
+def _strided_views(layouts: list) -> tuple:
+    """Views over one buffer of 64 doubles at ``_strided_2d``'s layouts, and the set of bytes each one holds."""
+    from numpy.lib.stride_tricks import as_strided
+
+    buffer = np.zeros(64)
+    views, owned = [], []
+    for first, rows, row_step, cols, col_step, flat in layouts:
+        array = as_strided(buffer[first:], (rows, cols), (row_step * 8, col_step * 8))
+        views.append(pk.from_numpy(array[:, 0] if flat else array))
+        array = np.asarray(views[-1])
+        start = array.__array_interface__["data"][0]
+        owned.append({start + sum(k * s for k, s in zip(index, array.strides)) + b
+                      for index in np.ndindex(array.shape) for b in range(8)})
+    return views, owned
+
+
 _strided_2d = st.tuples(st.integers(0, 12), st.integers(1, 4), st.integers(0, 6), st.integers(1, 4),
                        st.integers(0, 3), st.booleans())  # first element, rows, row step, columns, column step, 1-D
 
@@ -313,24 +329,12 @@ def test_strided_views_of_one_buffer_overlap_only_as_their_bytes_say(layouts):
     single column, as a one-dimensional View or not): graph.overlap holds wherever two share a byte, and, between
     Views of one lattice step that have every byte their lattice allows, only there (a block of a matrix's columns
     and a column outside it do not overlap: views.lattice's row form)."""
-    from numpy.lib.stride_tricks import as_strided
-
     from kfuse.fuser.graph import _ranks
     from kfuse.views import lattice
 
-    buffer = np.zeros(64)
-    views = []
-    for first, rows, row_step, cols, col_step, flat in layouts:
-        array = as_strided(buffer[first:], (rows, cols), (row_step * 8, col_step * 8))
-        views.append(pk.from_numpy(array[:, 0] if flat else array))
+    views, owned = _strided_views(layouts)
     lattices = [lattice(v) for v in views]
     graph = Graph((), extents=_ranks([v.bounds for v in views], lattices))
-    owned = []
-    for v in views:
-        array = np.asarray(v)
-        start = array.__array_interface__["data"][0]
-        owned.append({start + sum(k * s for k, s in zip(index, array.strides)) + b
-                      for index in np.ndindex(array.shape) for b in range(8)})
     # Views whose bytes are all those their lattice allows (every step's first width bytes in their span)
     exact = [owned[k] == {x for x in range(*v.bounds) if (x - v.bounds[0]) % step < width}
              for k, (v, (step, width)) in enumerate(zip(views, lattices))]
@@ -341,6 +345,32 @@ def test_strided_views_of_one_buffer_overlap_only_as_their_bytes_say(layouts):
                 assert graph.overlap(a, b) == shared, (layouts[a], layouts[b])
     if layouts == [(0, 4, 4, 2, 1, False), (2, 4, 4, 1, 1, True), (3, 4, 4, 1, 1, True)]:
         assert not graph.overlap(0, 1) and not graph.overlap(0, 2)  # the block's lattice keeps the columns apart
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(layouts=st.lists(_strided_2d, min_size=2, max_size=4))
+@example(layouts=[(0, 8, 4, 1, 1, True), (1, 1, 4, 2, 1, False)])  # a column, and two elements of a row beside it
+def test_views_meet_wherever_they_share_a_byte_and_a_short_view_between_a_lattice_does_not(layouts):
+    """``views.meet`` (failures and lost data: tracer/failures.py, pipeline.after_fault) holds wherever two Views of
+    one buffer share a byte; and a View whose bytes fill a span that fits in one step of another's lattice (one row's
+    elements between a column's) meets a View that has every byte its lattice allows only where they share a
+    byte."""
+    from kfuse.views import lattice, meet
+
+    views, owned = _strided_views(layouts)
+    lattices = [lattice(v) for v in views]
+    exact = [owned[k] == {x for x in range(*v.bounds) if (x - v.bounds[0]) % step < width}
+             for k, (v, (step, width)) in enumerate(zip(views, lattices))]
+    for a in range(len(views)):
+        for b in range(len(views)):
+            shared = bool(owned[a] & owned[b])
+            met = meet(views[a].bounds, lattices[a], views[b].bounds, lattices[b])
+            assert met or not shared, (layouts[a], layouts[b])
+            lo, hi = views[b].bounds
+            if exact[a] and hi - lo <= lattices[a][0] and owned[b] == set(range(lo, hi)):
+                assert met == shared, (layouts[a], layouts[b])
+    if layouts == [(0, 8, 4, 1, 1, True), (1, 1, 4, 2, 1, False)]:
+        assert not meet(views[0].bounds, lattices[0], views[1].bounds, lattices[1])
 
 
 def test_unrelated_arrays_in_either_order_in_memory_give_equal_graphs():
