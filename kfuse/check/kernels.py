@@ -2,7 +2,7 @@
 
 They cover every kind of call the fuser and the tracer treat differently: element-wise kernels it can
 fuse, a neighbour stencil it must not fuse with its producer, 2-D rows, reductions and a scan whose
-results feed later calls, TeamPolicy kernels, a helper taking Views, a ``@pk.classtype`` value built, changed
+results feed later calls, TeamPolicy kernels (one staging rows through team scratch memory), a helper taking Views, a ``@pk.classtype`` value built, changed
 by a helper and a method, and read (element-wise, so it fuses), a ``@pk.functor`` method kernel, a subview, float32/bool/int32/int64 Views, two
 kernels that divide by zero when told to (one compiled and fusable, one run in Python by the Debug
 space), and one whose C++ "fails to compile" under :func:`kfuse.check.faults.failing_compiles`.
@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import kfuse as pk
+
+from .arrays import K
 
 #: A constant only :func:`k_broken` contains: its C++ (alone or fused) is refused by the injected compiler.
 BROKEN_MARK = "0.3173828125"
@@ -190,6 +192,25 @@ def k_team_scale(team: pk.TeamMember, alpha: float, x: pk.View1D[pk.double], m: 
 
 
 @pk.workunit
+def k_team_stage(team: pk.TeamMember, m: pk.View2D[pk.double], out: pk.View1D[pk.double]):
+    """A row of ``m`` staged through team scratch memory of constant extent (``K``: the host can size it, so a GPU
+    replay queues the launch; the fuzzer's too, __main__.py), then summed back to front by one thread."""
+    r: int = team.league_rank()
+    row: pk.ScratchView1D[pk.double] = pk.ScratchView1D(team.team_scratch(0), K)
+
+    def load(j: int):
+        row[j] = m[r][j] * (j + 2)
+
+    pk.parallel_for(pk.TeamThreadRange(team, m.extent(1)), load)
+    team.team_barrier()
+    if team.team_rank() == 0:
+        s: float = 0.0
+        for j in range(m.extent(1)):
+            s += row[m.extent(1) - 1 - j]
+        out[r] = s
+
+
+@pk.workunit
 def k_team_total(team: pk.TeamMember, acc: pk.Acc[pk.double], m: pk.View2D[pk.double]):
     r: int = team.league_rank()
     if team.team_rank() == 0:
@@ -274,6 +295,7 @@ class Kernel:
     policy: str = "range"
     opaque: tuple = ()
     method: str | None = None  # ``workunit`` is a functor class: the call is ``Class(**args).method``
+    scratch: int = 0  # a team kernel's level-0 scratch bytes per team
 
 
 F64 = "f64"
@@ -303,6 +325,8 @@ KERNELS = {
     "fsum": Kernel(k_fsum, "reduce", ("f",), ("f32",), ()),
     "team_rowsum": Kernel(k_team_rowsum, "for", ("m", "out"), ("M", F64), ("out",), policy="team"),
     "team_scale": Kernel(k_team_scale, "for", ("x", "m"), (F64, "M"), ("m",), "alpha", policy="team"),
+    "team_stage": Kernel(k_team_stage, "for", ("m", "out"), ("M", F64), ("out",), policy="team",
+                         scratch=pk.ScratchView1D[pk.double].shmem_size(K)),
     "team_total": Kernel(k_team_total, "reduce", ("m",), ("M",), (), policy="team"),
     "debug": Kernel(k_debug, "for", ("x",), (F64,), ("x",), "flag", policy="debug"),
     "divide": Kernel(k_divide, "for", ("x", "y"), (F64, F64), ("y",), "flag"),

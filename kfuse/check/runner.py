@@ -119,7 +119,8 @@ def _array(state: _State, name: str):
 
 def _policy(kernel, step: Call, n: int):
     if kernel.policy == "team":
-        return pk.TeamPolicy(n, pk.AUTO if step.team == -1 else step.team)
+        policy = pk.TeamPolicy(n, pk.AUTO if step.team == -1 else step.team)
+        return policy.set_scratch_size(0, pk.PerTeam(kernel.scratch)) if kernel.scratch else policy
     if kernel.policy == "debug":
         return pk.RangePolicy(pk.Debug, 0, n)
     if kernel.policy == "ops":
