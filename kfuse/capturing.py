@@ -186,8 +186,9 @@ class _Made:
                 made.append(root)
                 continue
             array = root._array
-            made.append(View._part(np.ndarray(shape, array.dtype, buffer=array, offset=offset, strides=strides),
-                                     root, root.ptr + offset))
+            part = array.view() if whole else np.ndarray(shape, array.dtype, buffer=array, offset=offset,
+                                                         strides=strides)
+            made.append(View._part(part, root, root.ptr + offset))
         return made
 
 
