@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pytest  # noqa: E402
-from conftest import FakeCuda, stand_in_gpu  # noqa: E402
+from conftest import install_fake_cuda, stand_in_gpu  # noqa: E402
 
 import kfuse as pk  # noqa: E402
 from kfuse.bench import peers  # noqa: E402
 from kfuse.bench.measure import until_settled  # noqa: E402
-from kfuse.runtime import device, launch  # noqa: E402
+from kfuse.runtime import launch  # noqa: E402
 
 
 def timed(go, replays: int) -> tuple:
@@ -65,13 +65,8 @@ def main() -> None:
           f"median of {args.replays} replays, us")
     print("| workload | to the first launch | whole replay + fence |")
     print("|---|---|---|")
-    with pytest.MonkeyPatch.context() as patch:  # what tests/conftest.py's fake_cuda fixture sets up
-        cuda = FakeCuda()
-        patch.setattr(device, "_lib", lambda: cuda)
-        patch.setattr(device, "_mirrors", {})
-        patch.setattr(device, "_spare", {})
-        patch.setattr(device, "_spare_bytes", 0)
-        pk.set_default_space(pk.OpenMP)
+    with pytest.MonkeyPatch.context() as patch:
+        install_fake_cuda(patch)
         with stand_in_gpu():
             for name in args.workloads.split(","):
                 make = peers.WORKLOADS[name][0]

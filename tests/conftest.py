@@ -122,21 +122,28 @@ class FakeCuda:
         return 0
 
 
+def install_fake_cuda(patch: pytest.MonkeyPatch) -> FakeCuda:
+    """Put a ``FakeCuda`` behind kfuse/runtime/device.py through ``patch`` (undone with it), with no mirrors or spare
+    buffers yet, and the default space OpenMP; returns it (the ``fake_cuda`` fixture's, and
+    benchmarks/bench_replay_host.py's)."""
+    import kfuse as pk
+    from kfuse.runtime import device
+
+    cuda = FakeCuda()
+    patch.setattr(device, "_lib", lambda: cuda)
+    patch.setattr(device, "_mirrors", {})
+    patch.setattr(device, "_spare", {})  # (spare buffers belong to the library that made them)
+    patch.setattr(device, "_spare_bytes", 0)
+    pk.set_default_space(pk.OpenMP)
+    return cuda
+
+
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """A stand-in for the CUDA library behind kfuse/runtime/device.py (a ``FakeCuda``): no device, copies
     recorded. Kernels run on the host (default space OpenMP); only the mirror bookkeeping is exercised, unless
     the test also takes ``fake_gpu``."""
-    import kfuse as pk
-    from kfuse.runtime import device
-
-    cuda = FakeCuda()
-    monkeypatch.setattr(device, "_lib", lambda: cuda)
-    monkeypatch.setattr(device, "_mirrors", {})
-    monkeypatch.setattr(device, "_spare", {})  # (spare buffers belong to the library that made them)
-    monkeypatch.setattr(device, "_spare_bytes", 0)
-    pk.set_default_space(pk.OpenMP)
-    return cuda
+    return install_fake_cuda(monkeypatch)
 
 
 _STAND_IN_GPU_BACKEND = []  # the one Kokkos backend instance of every stand_in_gpu block (made at first use)
