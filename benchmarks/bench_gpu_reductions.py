@@ -1,7 +1,7 @@
 """What sums cost inside a fused kernel: BabelStream's loop (10 iterations of copy, mul, add, triad over n doubles)
 fused whole, with no dot product, with the last iteration's only, and with every iteration's (a kernel of ten
 sums); per variant the fused run's wall time and its kernel's C++-timed seconds, medians. On a GPU this is where
-the block form of range reductions shows (kfuse/codegen/kernel.py ``_in_blocks``).
+the block form of range reductions shows (kfuse/codegen/blocks.py).
 
     KFUSE_DEFAULT_SPACE=Cuda python benchmarks/bench_gpu_reductions.py [--n 33554432] [--repeats 7]
 """

@@ -1,9 +1,10 @@
 """Rank-1 range reductions of several sums (a fused group's) on a CUDA device launch through the prelude's
-``kf_reduce_in_blocks`` (kfuse/codegen/kernel.py ``_in_blocks``): one wave of blocks striding over the range with
-the sums in registers, then one block adding the blocks' partials. Which kernels do, and what their C++ calls, is
-checked on generated source without a compiler; the sums themselves run in the default space against NumPy (on a
-CUDA build, the block form: ranges that do not start at 0, shorter than one block, and long enough for every thread
-to take several elements at once)."""
+``kf_reduce_in_blocks`` (kfuse/codegen/blocks.py): one wave of blocks striding over the range with the sums in
+registers, each thread loading its elements' leading loads before running their bodies, then one block adding the
+blocks' partials. Which kernels do, which loads are loaded first, and what their C++ calls, is checked on generated
+source without a compiler; the sums themselves run in the default space against NumPy (on a CUDA build, the block
+form: ranges that do not start at 0, shorter than one block, and long enough for every thread to take several
+elements at once)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +14,12 @@ import pytest
 
 import kfuse as pk
 from kfuse.calls import prepare
+from kfuse.codegen import blocks
 from kfuse.codegen import kernel as codegen
+from kfuse.fuser import build
+from kfuse.ir.lower import lowered
+from kfuse.ir.nodes import ViewType
+from kfuse.types import DType
 
 
 @pk.workunit
@@ -50,19 +56,18 @@ def test_only_cuda_range_reductions_of_several_sums_run_in_blocks():
     x = pk.View([64])
     one = _prepared(block_sum, x=x).spec
     several = dataclasses.replace(one, accs=one.accs * 3)
-    assert codegen._in_blocks(dataclasses.replace(several, space="Cuda"))
-    assert not codegen._in_blocks(dataclasses.replace(one, space="Cuda"))  # a single sum stays Kokkos's
-    assert not codegen._in_blocks(dataclasses.replace(several, space="HIP"))  # CUDA's shuffles: Kokkos's on HIP
-    assert not codegen._in_blocks(dataclasses.replace(several, space="OpenMP"))
+    assert blocks.in_blocks(dataclasses.replace(several, space="Cuda"))
+    assert not blocks.in_blocks(dataclasses.replace(one, space="Cuda"))  # a single sum stays Kokkos's
+    assert not blocks.in_blocks(dataclasses.replace(several, space="HIP"))  # CUDA's shuffles: Kokkos's on HIP
+    assert not blocks.in_blocks(dataclasses.replace(several, space="OpenMP"))
     loop = _prepared(block_scale, op="for", x=x, by=2.0).spec
-    assert not codegen._in_blocks(dataclasses.replace(loop, space="Cuda"))
+    assert not blocks.in_blocks(dataclasses.replace(loop, space="Cuda"))
     grid = _prepared(block_sum_2d, policy=pk.MDRangePolicy([0, 0], [8, 8]), x=pk.View([8, 8])).spec
-    assert not codegen._in_blocks(dataclasses.replace(grid, space="Cuda"))
+    assert not blocks.in_blocks(dataclasses.replace(grid, space="Cuda"))
 
 
 def _fused_cuda_source() -> str:
     """The C++ of a scaling step, a sum and a count fused, for a CUDA device (no compiler involved)."""
-    from kfuse.fuser import build
     x = pk.View([64])
     calls = [prepare(block_scale, "for", 64, (), dict(x=x, by=2.0)), prepare(block_sum, "reduce", 64, (), dict(x=x)),
              prepare(block_count, "reduce", 64, (), dict(x=x, cut=0.5))]
@@ -85,10 +90,11 @@ def test_a_cuda_reduction_of_several_sums_launches_in_blocks():
 def test_several_sums_move_and_add_field_by_field():
     prepared = _prepared(block_sum, x=pk.View([64]))
     spec = dataclasses.replace(prepared.spec, accs=prepared.spec.accs * 3, space="Cuda")
-    helpers = codegen._block_helpers(spec, ["x"], "i")
+    helpers = blocks.block_helpers(spec, blocks.LeadingLoads("i", ("x",), 1), ["x"], {"x": ViewType(DType.float64, 1)})
     assert "return {kf_shfl_down(v.a0, o), kf_shfl_down(v.a1, o), kf_shfl_down(v.a2, o)};" in helpers
     assert "dst.a0 += src.a0; dst.a1 += src.a1; dst.a2 += src.a2;" in helpers
     assert "kf_prefetch(const int64_t i) const { kf_prefetch_l2(&x(i)); }" in helpers
+    assert "KfLoaded kf_load(const int64_t i) const { return {x(i)}; }" in helpers
 
 
 @pytest.fixture
@@ -117,7 +123,7 @@ def test_fused_sums_equal_numpy(dumped, begin, end):
         sums.append(pk.parallel_reduce(policy, block_sum, x=x))
         counts.append(pk.parallel_reduce(policy, block_count, x=x, cut=0.5))
     got_sums, got_counts = [float(s) for s in sums], [int(c) for c in counts]
-    assert _in_blocks(dumped) == (pk.get_default_space().value in codegen.BLOCK_SPACES)  # (a fused group of sums)
+    assert _in_blocks(dumped) == (pk.get_default_space().value in blocks.BLOCK_SPACES)  # (a fused group of sums)
     v = values.copy()
     for k in range(3):
         v[begin:end] *= 1.0 + k / 10
@@ -153,15 +159,14 @@ def stored_first(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1
 
 @pytest.mark.backend("null")
 def test_prefetched_views_are_the_rank1_reads_at_the_thread_index_that_always_happen():
-    from kfuse.ir.lower import lowered
     x, M, k = pk.View([64]), pk.View([64, 2]), pk.View([64], dtype=pk.int64)
     prepared = _prepared(branchy, x=x, y=x, z=x, w=x, M=M, k=k)
     kernel = lowered(prepared.source, prepared.spec)
     # k[i] and w[i] (a ternary's test) always; x[k[i]] is not at i, M is 2-D, y[i] only on one branch of the
     # ternary, z[i] is the first branch's test (the last statement looked at), w[i + 1] is not at i
-    assert codegen._sure_thread_loads(kernel, "i") == ["k", "w", "z"]
+    assert blocks.sure_thread_loads(kernel, "i") == ["k", "w", "z"]
     prepared = _prepared(stored_first, x=x, y=pk.View([64]))
-    assert codegen._sure_thread_loads(lowered(prepared.source, prepared.spec), "i") == ["x", "y"]
+    assert blocks.sure_thread_loads(lowered(prepared.source, prepared.spec), "i") == ["x", "y"]
 
 
 @pytest.mark.backend("null")
@@ -170,3 +175,72 @@ def test_a_cuda_reduction_asks_for_its_sure_reads_ahead():
     # of them only (codegen._MOST_PREFETCHED: what is asked for ahead must stay in L2 until its use)
     assert "void kf_prefetch(const int64_t i0) const { kf_prefetch_l2(&k0_x(i0)); kf_prefetch_l2(&k1_x(i0)); }" \
         in _fused_cuda_source()
+
+
+@pk.workunit
+def loads_then_store(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1D[pk.double],
+                     z: pk.View1D[pk.double], w: pk.View1D[pk.double], cut: float):
+    t: float = x[i] * 2.0
+    u: float = z[i] if t > cut else 0.0
+    y[i] = t + w[i]
+    acc += x[i] + y[i] + u
+
+
+@pk.workunit
+def stored_before_read(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    y[i] = 1.0
+    acc += x[i] + y[i]
+
+
+@pk.workunit
+def atomic_first(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], n: pk.View1D[pk.double]):
+    t: float = pk.atomic_fetch_add(n, [0], 1.0)
+    acc += x[i] + t
+
+
+def _leading(wu, **kwargs):
+    prepared = _prepared(wu, **kwargs)
+    return blocks.leading_loads(lowered(prepared.source, prepared.spec), "i")
+
+
+@pytest.mark.backend("null")
+def test_leading_loads_are_the_reads_at_the_index_before_the_first_store_and_whatever_the_data():
+    x = pk.View([64])
+    # x[i] and w[i] (the store's value) come first; z[i] only on one branch of the ternary; after the store, none
+    assert _leading(loads_then_store, x=x, y=pk.View([64]), z=x, w=pk.View([64]), cut=0.5) == \
+        blocks.LeadingLoads("i", ("x", "w"), 3)
+    assert _leading(stored_before_read, x=x, y=pk.View([64])) == blocks.LeadingLoads("i", (), 1)
+    assert _leading(atomic_first, x=x, n=pk.View([1])) == blocks.LeadingLoads("i", (), 0)  # effects end them
+
+
+def _with_a_sum_cuda_source(wu, **kwargs) -> str:
+    """The C++ of ``wu``'s call fused with a sum of its ``x`` after it (two sums: in blocks), for a CUDA device."""
+    calls = [prepare(wu, "reduce", 64, (), kwargs), prepare(block_sum, "reduce", 64, (), dict(x=kwargs["x"]))]
+    source, spec, _ = build.build(calls)
+    return codegen.generate(source, dataclasses.replace(spec, space="Cuda"), "fused").source
+
+
+@pytest.mark.backend("null")
+def test_a_block_reduction_reads_its_leading_loads_loaded_and_every_later_read_from_memory():
+    x, y, z, w = (pk.View([64]) for _ in range(4))
+    cuda = _with_a_sum_cuda_source(loads_then_store, x=x, y=y, z=z, w=w, cut=0.5)
+    assert "struct KfLoaded { double l0; double l1; };" in cuda
+    assert "KfLoaded kf_load(const int64_t i0) const { return {k0_x(i0), k0_w(i0)}; }" in cuda
+    assert "operator()(const int64_t i0, const KfLoaded& kf_in, value_type& kf_acc) const {" in cuda
+    assert "k0_t = (kf_in.l0 * 2.0);" in cuda
+    # only one branch reads z[i]: read there; after the store everything is read again (y[i] is the stored value)
+    assert "k0_u = ((k0_t > k0_cut) ? static_cast<double>(k0_z(i0)) : static_cast<double>(0.0));" in cuda
+    assert "k0_y(i0) = (k0_t + kf_in.l1);" in cuda
+    assert "k0_acc += ((k0_x(i0) + k0_y(i0)) + k0_u);" in cuda
+    assert "k1_acc += (k1_x(i0) * k1_x(i0));" in cuda
+    stored = _with_a_sum_cuda_source(stored_before_read, x=x, y=y)
+    assert "struct KfLoaded {};" in stored and "return {};" in stored
+    assert "k0_acc += (k0_x(i0) + k0_y(i0));" in stored
+
+
+@pytest.mark.backend("null")
+def test_under_bounds_checks_a_block_reduction_loads_nothing_first(monkeypatch):
+    monkeypatch.setenv("KFUSE_BOUNDS_CHECK", "1")
+    x, y, z, w = (pk.View([64]) for _ in range(4))
+    cuda = _with_a_sum_cuda_source(loads_then_store, x=x, y=y, z=z, w=w, cut=0.5)
+    assert "struct KfLoaded {};" in cuda and "kf_in.l" not in cuda and "kf_reduce_in_blocks" in cuda

@@ -19,26 +19,19 @@ from .. import config
 from ..frontend.normalize import KernelSource
 from ..frontend.spec import KernelSpec
 from ..ir import nodes as ir
-from ..ir.access import evaluated
 from ..ir.lower import lowered
 from ..types import DType
+from . import blocks
 from .cxx_names import cpp_type, ident, view_type
 from .lanes import lane_loops
 from .printer import BodyPrinter, Unit
 
-CODEGEN_VERSION = "5"
+CODEGEN_VERSION = "6"
 #: Spaces whose ``parallel_for`` kernels that cannot fault (no checked operation, or only divisions by their scalar
 #: arguments and team scratch memory of constant or argument extents, checked on the host) and do not print also get
 #: ``kfuse_launch_queued``: the launch without its fence, for replays that wait for the device once at the end
 #: (kfuse/runtime/launch.py).
 QUEUED_SPACES = frozenset({"Cuda", "HIP"})
-#: Spaces whose rank-1 range reductions of several sums run in the prelude's ``kf_reduce_in_blocks`` (``_in_blocks``).
-BLOCK_SPACES = frozenset({"Cuda"})
-#: Views a block reduction asks for ahead (``_sure_thread_loads``, the first ones): a wave of threads each asking for
-#: four elements of a View ahead holds about 8.6 MB of an H200's 50 MB L2 per View, so more would evict what was asked
-#: for before its use. On H200 hosts one View ahead made BabelStream's ten sums 0.510 -> 0.456 ms (one host); three
-#: made the Gaussian chain's sum in blocks 0.534 -> 0.666 ms (two hosts, torch.compile 0.507 and 0.603 on them).
-_MOST_PREFETCHED = 2
 _SPACES = {"OpenMP": ("Kokkos::OpenMP", "Kokkos::HostSpace"), "Serial": ("Kokkos::Serial", "Kokkos::HostSpace"),
            "Cuda": ("Kokkos::Cuda", "Kokkos::CudaSpace"), "HIP": ("Kokkos::Experimental::HIP",
                                                                  "Kokkos::Experimental::HIPSpace")}
@@ -95,8 +88,13 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     in_function = bool(restrict) and spec.policy != "team" and spec.op != "scan"
     kernel = lowered(src, spec)
     bounds_check = config.BOUNDS_CHECK.get()
+    in_blocks = blocks.in_blocks(spec)
+    leading = None
+    if in_blocks:  # (checked loads stay where the body has them)
+        index = kernel.threads[0][0]
+        leading = blocks.LeadingLoads(index, (), 0) if bounds_check else blocks.leading_loads(kernel, index)
     unit = Unit(kernel, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
-                bounds_check=bounds_check, lanes=lane_loops(kernel, spec, bounds_check))
+                bounds_check=bounds_check, lanes=lane_loops(kernel, spec, bounds_check), leading=leading)
     members = [f"  {cpp_type(t)} {ident(name)};" for name, t in spec.params]
     body_lines = BodyPrinter(unit, None, {} if in_function else kernel.scalars, kernel.views).body(kernel, "    ")
     if spec.policy == "team":
@@ -105,11 +103,12 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         body_lines.insert(0, f"    KfScratch kf_scratch = kf_scratch_start(kf_scratch_bytes, "
                              f"{ident(index_names[0])}.team_size());")
 
-    blocks = _in_blocks(spec)
     if spec.policy == "team":
         sig = [f"const member_type& {ident(index_names[0])}"]
     else:
         sig = [f"const int64_t {ident(n)}" for n in index_names]
+    if in_blocks:
+        sig.append("const KfLoaded& kf_in")
     preamble = []
     value_type = ""
     if spec.op == "reduce" and len(spec.accs) == 1:  # a scalar sum: Kokkos's own reducer (on GPUs, warp shuffles)
@@ -136,11 +135,13 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
 
     body_function = []
     if in_function:
-        body_function, body_lines = _body_function(spec, sig, index_names, acc_names, unit.restrict, body_lines)
-    if blocks:
-        prefetched = _sure_thread_loads(kernel, kernel.threads[0][0])[:_MOST_PREFETCHED]
-        value_type += _block_helpers(spec, prefetched, ident(index_names[0]))
+        body_function, body_lines = _body_function(spec, index_names, acc_names, unit.restrict, body_lines,
+                                                   loaded=in_blocks)
+    if in_blocks:
+        prefetched = blocks.sure_thread_loads(kernel, leading.index)[:blocks.MOST_PREFETCHED]
+        value_type += blocks.block_helpers(spec, leading, prefetched, kernel.views)
     functor = "\n".join([
+        *([blocks.loaded_struct(leading, kernel.views)] if in_blocks else []),
         *body_function,
         "struct Functor {",
         "  using member_type = Kokkos::TeamPolicy<KfExec>::member_type;",
@@ -165,7 +166,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         results = ""
     elif spec.op == "reduce":
         launch = ("    Functor::value_type kf_r{};\n" +
-                  ("    kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" if blocks else
+                  ("    kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" if in_blocks else
                    f'    Kokkos::parallel_reduce("{kernel_name}", kf_light({policy}), kf_f, kf_r);'))
         fields = ["kf_r"] if len(spec.accs) == 1 else [f"kf_r.a{i}" for i in range(len(spec.accs))]
         results = "".join(_store_result(f, d, i) for i, (f, d) in enumerate(zip(fields, spec.accs)))
@@ -251,62 +252,12 @@ def _scratch_check(views: list) -> list[str]:
     return lines
 
 
-def _in_blocks(spec: KernelSpec) -> bool:
-    """Whether the kernel is a rank-1 range reduction of several sums (a fused group's) on a CUDA device, launched
-    by the prelude's ``kf_reduce_in_blocks`` instead of ``Kokkos::parallel_reduce``: one wave of blocks striding
-    over the range with the sums in registers, then one block adding the blocks' partials. On H200 hosts (README,
-    "GPU range reductions") BabelStream's ten fused sums took 0.53 ms in Kokkos's form (in lanes), 0.46 in blocks.
-    A single sum stays Kokkos's: the Gaussian chain's took 0.48 ms there and 0.53-0.67 in blocks."""
-    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and len(spec.accs) > 1 and \
-        spec.space in BLOCK_SPACES
-
-
-def _block_helpers(spec: KernelSpec, prefetched: list, index: str) -> str:
-    """The functor's ``kf_shfl_down_all`` and ``kf_add``, which the prelude's block reduction moves and adds its
-    struct of sums with, and ``kf_prefetch``, which asks for the ``prefetched``
-    Views' elements at ``index`` ahead of the body (``_sure_thread_loads``)."""
-    fields = [f"a{i}" for i in range(len(spec.accs))]
-    moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
-    added = " ".join(f"dst.{f} += src.{f};" for f in fields)
-    asks = " ".join(f"kf_prefetch_l2(&{ident(v)}({index}));" for v in prefetched)
-    return (f"  static __device__ value_type kf_shfl_down_all(const value_type& v, int o) {{ return {moved}; }}\n"
-            f"  static __device__ void kf_add(value_type& dst, const value_type& src) {{ {added} }}\n"
-            f"  __device__ void kf_prefetch(const int64_t {index}) const {{ {asks} }}\n")
-
-
-def _sure_thread_loads(kernel: ir.Kernel, index: str) -> list[str]:
-    """The rank-1 Views whose element ``index`` the body reads whatever the data: reads in its leading
-    statements, up to the test of the first branch, and not in a conditional expression's branches. Asking for
-    those ahead lets a thread have several elements' loads under way: inlined one after another, a body's loads
-    wait behind the previous element's branches (a ``log``'s) or stores, which the compiler cannot move them past."""
-    views, found = kernel.views, []
-
-    def visit(top) -> None:
-        for e in evaluated(top):
-            direct = isinstance(e, ir.Load) and len(e.indices) == 1 and isinstance(e.indices[0], ir.Name) \
-                and e.indices[0].id == index
-            if direct and e.view in views and views[e.view].ndim == 1 and e.view not in found:
-                found.append(e.view)
-
-    for stmt in kernel.body:
-        if isinstance(stmt, (ir.Assign, ir.Accumulate, ir.SetField)):
-            visit(stmt.value)
-        elif isinstance(stmt, ir.Store):
-            for part in (*stmt.indices, stmt.value):
-                visit(part)
-        else:
-            if isinstance(stmt, ir.If):
-                visit(stmt.test)
-            break
-    return found
-
-
-def _body_function(spec, sig, index_names, acc_names, restrict, body_lines):
+def _body_function(spec, index_names, acc_names, restrict, body_lines, loaded: bool):
     """The kernel body as a free function whose non-overlapping Views are ``__restrict__`` pointers,
-    and the one-line operator() body that calls it."""
-    params = [f"const int64_t {ident(n)}" for n in index_names]
+    and the one-line operator() body that calls it (``loaded``: it takes the leading loads, codegen/blocks.py)."""
+    params = [f"const int64_t {ident(n)}" for n in index_names] + (["const KfLoaded& kf_in"] if loaded else [])
     params += [f"{d.cpp}& {ident(n)}" for n, d in zip(acc_names, spec.accs)]
-    call = [ident(n) for n in index_names] + [ident(n) for n in acc_names]
+    call = [ident(n) for n in index_names] + (["kf_in"] if loaded else []) + [ident(n) for n in acc_names]
     for name, t in spec.params:
         c = ident(name)
         if c in restrict:

@@ -317,15 +317,18 @@ inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const 
 }
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
-// Rank-1 range reductions of several sums on a CUDA device (kernel.py `_in_blocks`). One wave of blocks strides
-// over the range, each thread keeping its sums in registers and taking four elements an iteration, whose loads it
-// asks for one iteration ahead (F::kf_prefetch: into L2, so that several elements' loads are under way at once);
+// Rank-1 range reductions on a CUDA device (codegen/blocks.py). One wave of blocks strides over the range, each
+// thread keeping its sums in registers and taking four elements an iteration: it loads the four elements' leading
+// loads (F::kf_load) before running any of their bodies (F's operator() on the loaded values), and asks for the
+// next iteration's elements ahead (F::kf_prefetch: into L2, so that several elements' loads are under way at once);
 // each block adds its threads' sums with warp shuffles into one partial, and one block then adds the partials in
 // block order. The grid depends only on the kernel and the card, so a result is the same from run to run.
 // On H200 hosts BabelStream's ten fused sums took 0.46 ms this way, 0.53 in lanes of a Kokkos::parallel_reduce
 // (README, "GPU range reductions").
 constexpr int KF_BLOCK = 256;
-constexpr int KF_UNROLL = 4;
+#ifndef KF_UNROLL  // measurement knobs: KFUSE_OPT_FLAGS="-O3 -DKF_UNROLL=8 -DKF_PREFETCH=0"
+#define KF_UNROLL 4
+#endif
 #ifndef KF_PREFETCH
 #define KF_PREFETCH 1
 #endif
@@ -382,10 +385,13 @@ __global__ void __launch_bounds__(KF_BLOCK) kf_sum_in_blocks(const F f, const in
     for (int u = KF_UNROLL; u < 2 * KF_UNROLL; ++u)
       if (i + u * stride < e0) f.kf_prefetch(i + u * stride);
 #endif
+    decltype(f.kf_load(i)) in[KF_UNROLL];
 #pragma unroll
-    for (int u = 0; u < KF_UNROLL; ++u) f(i + u * stride, v);
+    for (int u = 0; u < KF_UNROLL; ++u) in[u] = f.kf_load(i + u * stride);
+#pragma unroll
+    for (int u = 0; u < KF_UNROLL; ++u) f(i + u * stride, in[u], v);
   }
-  for (; i < e0; i += stride) f(i, v);
+  for (; i < e0; i += stride) f(i, f.kf_load(i), v);
   v = kf_block_total<F>(v);
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }

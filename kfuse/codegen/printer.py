@@ -40,10 +40,11 @@ class Unit:
     """One translation unit: the kernel's IR, the helper functions it calls and its fault-site table."""
 
     def __init__(self, kernel: ir.Kernel, restrict: frozenset = frozenset(), bounds_check: bool = False,
-                 lanes: dict | None = None):
+                 lanes: dict | None = None, leading=None):
         self.kernel = kernel
         self.restrict = restrict  # C++ names of Views passed as __restrict__ pointers
         self.lanes = lanes or {}  # kernel runs in lanes: id(loop) -> its sums, for the loops split (codegen/lanes.py)
+        self.leading = leading  # in blocks: the leading loads its first statements read loaded (codegen/blocks.py)
         self.bounds_check = bounds_check  # KFUSE_BOUNDS_CHECK: every View access checks its indices
         self.fault_sites: list[FaultSite] = []  # the kernel's kf_sites table, in order
         # per division's fault site, the kernel's scalar arguments it divides by, or None where one of its checks
@@ -192,6 +193,7 @@ class BodyPrinter:
         self.members = members
         self.views = views
         self.restrict = unit.restrict if function is None else frozenset()
+        self.loading = False  # printing one of the kernel's statements that read its leading loads loaded
 
     def body(self, node, ind: str) -> list[str]:
         """Copies of assigned members, the hoisted locals, then the statements of ``node`` (a Kernel,
@@ -202,8 +204,11 @@ class BodyPrinter:
         lines += [f"{ind}{cpp_type(t)} {ident(n)} = {cpp_type(t)}();" for n, t in node.locals]
         for index in node.first_helpers:
             self.unit.helper(index)
-        for s in node.body:
+        leading = self.unit.leading if node is self.unit.kernel else None
+        for k, s in enumerate(node.body):
+            self.loading = leading is not None and k < leading.statements
             self.stmt(s, lines, ind)
+        self.loading = False
         return lines
 
     def site(self, kind: str, loc: ir.Loc, view: str = "") -> int:
@@ -518,7 +523,8 @@ class BodyPrinter:
 
     # --- View elements and extents ------------------------------------------------------------
     def expr_Load(self, e):
-        return self.element(e)
+        loaded = self.unit.leading.value(e) if self.loading else None
+        return loaded or self.element(e)
 
     def element(self, e) -> str:
         """One element of a View: a Load, a Store or an Atomic."""

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import config
+from ..codegen import blocks
 from ..codegen import kernel as codegen
 from ..codegen import lanes
 
@@ -41,7 +42,7 @@ def _member_digest(prepared) -> str:
 
 def key(group, alias_pattern, scalar_pattern, transforms, scratch=(), ranges=()) -> str:
     """``ranges``: a horizontal group's parts (pipeline.group_key), whose bounds its code holds."""
-    parts = [_kfuse_fingerprint(), config.cache_key(), ",".join(sorted(codegen.BLOCK_SPACES)),
+    parts = [_kfuse_fingerprint(), config.cache_key(), ",".join(sorted(blocks.BLOCK_SPACES)),
              ",".join(sorted(codegen.QUEUED_SPACES)), ",".join(sorted(lanes.LANE_SPACES)), repr(alias_pattern),
              repr(scalar_pattern), ",".join(sorted(transforms)), repr(tuple(scratch)), repr(tuple(ranges))]
     parts += [f"{type(c.policy).__name__}:{_member_digest(c.prepared)}" for c in group]
