@@ -172,7 +172,7 @@ def test_prefetched_views_are_the_rank1_reads_at_the_thread_index_that_always_ha
 @pytest.mark.backend("null")
 def test_a_cuda_reduction_asks_for_its_sure_reads_ahead():
     # (the three members' x are separate parameters here: no argument fusion without the transforms), the first two
-    # of them only (codegen._MOST_PREFETCHED: what is asked for ahead must stay in L2 until its use)
+    # of them only (blocks.MOST_PREFETCHED: what is asked for ahead must stay in L2 until its use)
     assert "void kf_prefetch(const int64_t i0) const { kf_prefetch_l2(&k0_x(i0)); kf_prefetch_l2(&k1_x(i0)); }" \
         in _fused_cuda_source()
 
