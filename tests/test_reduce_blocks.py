@@ -244,3 +244,27 @@ def test_under_bounds_checks_a_block_reduction_loads_nothing_first(monkeypatch):
     x, y, z, w = (pk.View([64]) for _ in range(4))
     cuda = _with_a_sum_cuda_source(loads_then_store, x=x, y=y, z=z, w=w, cut=0.5)
     assert "struct KfLoaded {};" in cuda and "kf_in.l" not in cuda and "kf_reduce_in_blocks" in cuda
+
+
+@pytest.mark.parametrize("begin,end", [(0, 5), (3, 1000), (0, 1 << 20)])
+def test_fused_sums_whose_bodies_store_before_reading_equal_numpy(dumped, begin, end):
+    """A body that loads, stores, then reads what it stored, fused with a sum after it: the loads taken first
+    (on a CUDA build) are those before the store, and the sums see the stored values."""
+    rng = np.random.default_rng(end)
+    xs, zs, ws = (rng.standard_normal(end) for _ in range(3))
+    x, y, z, w = pk.from_numpy(xs.copy()), pk.zeros(end), pk.from_numpy(zs.copy()), pk.from_numpy(ws.copy())
+    policy = pk.RangePolicy(begin, end)
+    first = pk.parallel_reduce(policy, loads_then_store, x=x, y=y, z=z, w=w, cut=0.5)
+    second = pk.parallel_reduce(policy, stored_before_read, x=x, y=y)
+    third = pk.parallel_reduce(policy, block_sum, x=y)
+    got = [float(first), float(second), float(third)]
+    assert _in_blocks(dumped) == (pk.get_default_space().value in blocks.BLOCK_SPACES)
+    part = slice(begin, end)
+    t = xs[part] * 2.0
+    stored = t + ws[part]
+    want = [np.sum(xs[part] + stored + np.where(t > 0.5, zs[part], 0.0)), np.sum(xs[part] + 1.0),
+            np.sum(np.ones(end - begin))]
+    assert got == pytest.approx(want, rel=1e-12)
+    want_y = np.zeros(end)
+    want_y[part] = 1.0
+    np.testing.assert_array_equal(np.asarray(y), want_y)
