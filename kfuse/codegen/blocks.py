@@ -44,8 +44,7 @@ class LeadingLoads(NamedTuple):
 
     def value(self, e) -> str | None:
         """The C++ name of load ``e`` among the loaded values (printed in a leading statement), or None."""
-        if isinstance(e, ir.Load) and e.view in self.views and len(e.indices) == 1 \
-                and isinstance(e.indices[0], ir.Name) and e.indices[0].id == self.index:
+        if _loads_at(e, self.index) and e.view in self.views:
             return f"kf_in.l{self.views.index(e.view)}"
         return None
 
@@ -59,10 +58,15 @@ def in_blocks(spec: KernelSpec) -> bool:
         spec.space in BLOCK_SPACES
 
 
+def _loads_at(e, index: str) -> bool:
+    """Whether ``e`` loads a View's element ``index`` (one index: the thread index's name)."""
+    return isinstance(e, ir.Load) and len(e.indices) == 1 and isinstance(e.indices[0], ir.Name) \
+        and e.indices[0].id == index
+
+
 def _at_index(e, index: str, views: dict) -> bool:
     """Whether ``e`` loads a rank-1 View parameter's element ``index``."""
-    return isinstance(e, ir.Load) and len(e.indices) == 1 and isinstance(e.indices[0], ir.Name) \
-        and e.indices[0].id == index and e.view in views and views[e.view].ndim == 1
+    return _loads_at(e, index) and e.view in views and views[e.view].ndim == 1
 
 
 def sure_thread_loads(kernel: ir.Kernel, index: str) -> list[str]:
@@ -121,12 +125,9 @@ def block_helpers(spec: KernelSpec, loads: LeadingLoads, prefetched: list, views
     sums with, ``kf_load``, which loads an element's leading loads, and ``kf_prefetch``, which asks for the
     ``prefetched`` Views' elements ahead of the body."""
     i = ident(loads.index)
-    if len(spec.accs) == 1:
-        moved, added = "kf_shfl_down(v, o)", "dst += src;"
-    else:
-        fields = [f"a{k}" for k in range(len(spec.accs))]
-        moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
-        added = " ".join(f"dst.{f} += src.{f};" for f in fields)
+    fields = [f"a{k}" for k in range(len(spec.accs))]
+    moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
+    added = " ".join(f"dst.{f} += src.{f};" for f in fields)
     loaded = ", ".join(element_code(ident(v), views[v].layout, [i], None, frozenset()) for v in loads.views)
     asks = " ".join(f"kf_prefetch_l2(&{ident(v)}({i}));" for v in prefetched)
     return (f"  static __device__ value_type kf_shfl_down_all(const value_type& v, int o) {{ return {moved}; }}\n"
