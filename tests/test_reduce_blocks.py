@@ -268,3 +268,49 @@ def test_fused_sums_whose_bodies_store_before_reading_equal_numpy(dumped, begin,
     want_y = np.zeros(end)
     want_y[part] = 1.0
     np.testing.assert_array_equal(np.asarray(y), want_y)
+
+
+@pk.workunit
+def ordered_then_stored(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1D[pk.double], cut: float):
+    t: float = x[i] * 3.0 if x[i] > cut else x[i]
+    x[i] = t - 1.0
+    y[i] = x[i] * 2.0  # the stored x[i], not the one loaded first
+    acc += y[i] * x[i]
+
+
+@pk.workunit
+def ordered_sum(i, acc: pk.Acc[pk.double], y: pk.View1D[pk.double]):
+    acc += y[i] / 7.0
+
+
+def test_the_block_order_on_the_host_gives_eager_and_fused_sums_alike(monkeypatch, tmp_path):
+    """The fuzzer's setting (kfuse/check/__main__.py): host reductions, single sums too, run in blocks' order with
+    their leading loads loaded first (the prelude's ``kf_reduce_in_order``); eager and fused sums agree bit for bit
+    and with NumPy, and the stored Views hold what the bodies stored."""
+    monkeypatch.setattr(blocks, "BLOCK_SPACES", blocks.BLOCK_SPACES | {"OpenMP", "Serial"})
+    monkeypatch.setattr(blocks, "SINGLE_SUM_SPACES", blocks.SINGLE_SUM_SPACES | {"OpenMP", "Serial"})
+    monkeypatch.setenv("KFUSE_DUMP_DIR", str(tmp_path))
+    xs = np.random.default_rng(3).standard_normal(1003)
+
+    def run(fused: bool) -> tuple:
+        x, y = pk.from_numpy(xs.copy()), pk.zeros(xs.size)
+        if fused:
+            pk.enable_fusion()
+        try:
+            first = pk.parallel_reduce(xs.size, ordered_then_stored, x=x, y=y, cut=0.25)
+            second = pk.parallel_reduce(xs.size, ordered_sum, y=y)
+            return float(first), float(second), np.asarray(x).copy(), np.asarray(y).copy()
+        finally:
+            pk.disable_fusion()
+
+    eager, fused = run(False), run(True)
+    sources = [f.read_text() for f in tmp_path.glob("*.cpp")]
+    if pk.get_default_space().value in ("OpenMP", "Serial"):
+        assert sum("kf_reduce_in_order(kf_f" in s for s in sources) == 3  # the two kernels eager, and fused
+    assert eager[:2] == fused[:2]
+    for got, want in zip(fused[2:], eager[2:]):
+        np.testing.assert_array_equal(got, want)
+    x = np.where(xs > 0.25, xs * 3.0, xs) - 1.0
+    np.testing.assert_array_equal(fused[2], x)
+    np.testing.assert_array_equal(fused[3], x * 2.0)
+    assert fused[:2] == pytest.approx((float(np.sum(x * 2.0 * x)), float(np.sum(x * 2.0 / 7.0))), rel=1e-12)

@@ -40,12 +40,16 @@ def _launch_as_on_a_gpu() -> None:
     and replays take, as on a GPU: its launch without the fence, and its host check of the divisors a loop divides
     by and of the team scratch memory it takes (a divisor that could fault, or a View that might not fit, runs the
     waiting entry); and loops adding up terms split as on a GPU
-    (kfuse/codegen/lanes.py ``LANE_SPACES``: one lane an index on the host, the same C++ otherwise). For this
-    process and the workers it starts; set before any kernel is generated, since kernels are kept as first made."""
+    (kfuse/codegen/lanes.py ``LANE_SPACES``: one lane an index on the host, the same C++ otherwise); and range
+    reductions run in blocks' order, their leading loads loaded first (kfuse/codegen/blocks.py: every sum, a
+    single one too, so eager and fused sums add in one order). For this process and the workers it starts; set
+    before any kernel is generated, since kernels are kept as first made."""
+    from ..codegen import blocks, lanes
     from ..codegen import kernel as codegen
-    from ..codegen import lanes
-    codegen.QUEUED_SPACES = codegen.QUEUED_SPACES | {"OpenMP", "Serial"}
-    lanes.LANE_SPACES = lanes.LANE_SPACES | {"OpenMP", "Serial"}
+    host = {"OpenMP", "Serial"}
+    codegen.QUEUED_SPACES = codegen.QUEUED_SPACES | host
+    lanes.LANE_SPACES = lanes.LANE_SPACES | host
+    blocks.BLOCK_SPACES, blocks.SINGLE_SUM_SPACES = blocks.BLOCK_SPACES | host, blocks.SINGLE_SUM_SPACES | host
 
 
 # --- worker side ----------------------------------------------------------------------------------

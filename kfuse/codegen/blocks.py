@@ -11,7 +11,8 @@ stores, branches or calls anything with effects) for all of an iteration's eleme
 loaded values. Inlined one after another, each body's loads would otherwise wait behind the previous element's
 stores and branches (a ``log``'s), which the compiler cannot move them past. The loaded values are those the body
 would read: nothing of its own is stored before them, and another thread index storing there would be a race.
-Views a body always reads at its index are also asked for one iteration ahead into L2 (``kf_prefetch``).
+Views a body always reads at its index are also asked for one iteration ahead into L2 (``kf_prefetch``). On the
+host (the fuzzer's setting) ``kf_reduce_in_order`` takes the range in order in one thread, the same loads first.
 """
 from __future__ import annotations
 
@@ -23,8 +24,13 @@ from ..ir.access import evaluated, subexpressions
 from .cxx_names import ident
 from .printer import checked_division, element_code
 
-#: Spaces whose rank-1 range reductions run in the prelude's ``kf_reduce_in_blocks`` (``in_blocks``).
+#: Spaces whose rank-1 range reductions of several sums run in blocks (``in_blocks``): on a CUDA device the prelude's
+#: ``kf_reduce_in_blocks``; elsewhere (the fuzzer adds the host spaces, kfuse/check/__main__.py) ``kf_reduce_in_order``,
+#: one thread over the range in the same loads-first order, so that the leading loads are checked against eager runs.
 BLOCK_SPACES = frozenset({"Cuda"})
+#: Spaces whose single sums run in blocks too: none on a GPU (``in_blocks``); the fuzzer adds the host spaces, whose
+#: sums then all add in one order (index order), eager and fused alike, as its bit-for-bit comparison needs.
+SINGLE_SUM_SPACES = frozenset()
 #: Views a block reduction asks for ahead (``sure_thread_loads``, the first ones): a wave of threads each asking for
 #: four elements of a View ahead holds about 8.6 MB of an H200's 50 MB L2 per View, so more would evict what was asked
 #: for before its use. On H200 hosts one View ahead made BabelStream's ten sums 0.510 -> 0.456 ms (one host); three
@@ -50,12 +56,18 @@ class LeadingLoads(NamedTuple):
 
 
 def in_blocks(spec: KernelSpec) -> bool:
-    """Whether the kernel is a rank-1 range reduction of several sums (a fused group's) on a CUDA device. On H200
-    hosts (README, "GPU range reductions") BabelStream's ten fused sums took 0.53 ms in Kokkos's form (in lanes),
-    0.46 in blocks. A single sum stays Kokkos's: the Gaussian chain's took 0.48 ms there and 0.53-0.67 in blocks
-    (measured before the leading loads were loaded first)."""
-    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and len(spec.accs) > 1 and \
-        spec.space in BLOCK_SPACES
+    """Whether the kernel is a rank-1 range reduction of several sums (a fused group's) in a ``BLOCK_SPACES`` space,
+    or of one in a ``SINGLE_SUM_SPACES`` one. On H200 hosts (README, "GPU range reductions") BabelStream's ten fused
+    sums took 0.53 ms in Kokkos's form (in lanes), 0.46 in blocks. A single sum stays Kokkos's on a GPU: the Gaussian
+    chain's took 0.48 ms there and 0.53-0.67 in blocks (measured before the leading loads were loaded first; adding
+    "Cuda" to ``SINGLE_SUM_SPACES`` measures it again)."""
+    return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in BLOCK_SPACES and \
+        (len(spec.accs) > 1 or spec.space in SINGLE_SUM_SPACES)
+
+
+def launcher(spec: KernelSpec) -> str:
+    """The prelude's function that runs a kernel in blocks: a CUDA device's, or the host's in the same order."""
+    return "kf_reduce_in_blocks" if spec.space == "Cuda" else "kf_reduce_in_order"
 
 
 def _loads_at(e, index: str) -> bool:
@@ -121,16 +133,22 @@ def loaded_struct(loads: LeadingLoads, views: dict) -> str:
 
 
 def block_helpers(spec: KernelSpec, loads: LeadingLoads, prefetched: list, views: dict) -> str:
-    """The functor's ``kf_shfl_down_all`` and ``kf_add``, which the prelude's block reduction moves and adds its
-    sums with, ``kf_load``, which loads an element's leading loads, and ``kf_prefetch``, which asks for the
+    """The functor's ``kf_load``, which loads an element's leading loads; on a CUDA device also ``kf_shfl_down_all``
+    and ``kf_add``, which the block reduction moves and adds its sums with, and ``kf_prefetch``, which asks for the
     ``prefetched`` Views' elements ahead of the body."""
     i = ident(loads.index)
-    fields = [f"a{k}" for k in range(len(spec.accs))]
-    moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
-    added = " ".join(f"dst.{f} += src.{f};" for f in fields)
     loaded = ", ".join(element_code(ident(v), views[v].layout, [i], None, frozenset()) for v in loads.views)
+    load = f"KfLoaded kf_load(const int64_t {i}) const {{ return {{{loaded}}}; }}\n"
+    if spec.space != "Cuda":
+        return f"  KOKKOS_INLINE_FUNCTION {load}"
+    if len(spec.accs) == 1:
+        moved, added = "kf_shfl_down(v, o)", "dst += src;"
+    else:
+        fields = [f"a{k}" for k in range(len(spec.accs))]
+        moved = "{" + ", ".join(f"kf_shfl_down(v.{f}, o)" for f in fields) + "}"
+        added = " ".join(f"dst.{f} += src.{f};" for f in fields)
     asks = " ".join(f"kf_prefetch_l2(&{ident(v)}({i}));" for v in prefetched)
     return (f"  static __device__ value_type kf_shfl_down_all(const value_type& v, int o) {{ return {moved}; }}\n"
             f"  static __device__ void kf_add(value_type& dst, const value_type& src) {{ {added} }}\n"
-            f"  __device__ KfLoaded kf_load(const int64_t {i}) const {{ return {{{loaded}}}; }}\n"
+            f"  __device__ {load}"
             f"  __device__ void kf_prefetch(const int64_t {i}) const {{ {asks} }}\n")

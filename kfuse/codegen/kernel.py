@@ -166,7 +166,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         results = ""
     elif spec.op == "reduce":
         launch = ("    Functor::value_type kf_r{};\n" +
-                  ("    kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" if in_blocks else
+                  (f"    {blocks.launcher(spec)}(kf_f, kf_b0, kf_e0, kf_r);" if in_blocks else
                    f'    Kokkos::parallel_reduce("{kernel_name}", kf_light({policy}), kf_f, kf_r);'))
         fields = ["kf_r"] if len(spec.accs) == 1 else [f"kf_r.a{i}" for i in range(len(spec.accs))]
         results = "".join(_store_result(f, d, i) for i, (f, d) in enumerate(zip(fields, spec.accs)))

@@ -316,6 +316,26 @@ inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const 
                 static_cast<long long>(f.b), s.member);
 }
 
+#ifndef KF_UNROLL  // measurement knobs: KFUSE_OPT_FLAGS="-O3 -DKF_UNROLL=8 -DKF_PREFETCH=0"
+#define KF_UNROLL 4
+#endif
+
+// The block form's order on the host (codegen/blocks.py; the fuzzer runs host reductions this way): one thread
+// takes the range in order, KF_UNROLL elements at a time, loading their leading loads (F::kf_load) before running
+// any of their bodies, as each GPU thread of kf_reduce_in_blocks does.
+template <class F>
+void kf_reduce_in_order(const F& f, const int64_t b0, const int64_t e0, typename F::value_type& result) {
+  typename F::value_type v{};
+  int64_t i = b0;
+  for (; i + KF_UNROLL <= e0; i += KF_UNROLL) {
+    decltype(f.kf_load(i)) in[KF_UNROLL];
+    for (int u = 0; u < KF_UNROLL; ++u) in[u] = f.kf_load(i + u);
+    for (int u = 0; u < KF_UNROLL; ++u) f(i + u, in[u], v);
+  }
+  for (; i < e0; ++i) f(i, f.kf_load(i), v);
+  result = v;
+}
+
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
 // Rank-1 range reductions on a CUDA device (codegen/blocks.py). One wave of blocks strides over the range, each
 // thread keeping its sums in registers and taking four elements an iteration: it loads the four elements' leading
@@ -326,9 +346,6 @@ inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const 
 // On H200 hosts BabelStream's ten fused sums took 0.46 ms this way, 0.53 in lanes of a Kokkos::parallel_reduce
 // (README, "GPU range reductions").
 constexpr int KF_BLOCK = 256;
-#ifndef KF_UNROLL  // measurement knobs: KFUSE_OPT_FLAGS="-O3 -DKF_UNROLL=8 -DKF_PREFETCH=0"
-#define KF_UNROLL 4
-#endif
 #ifndef KF_PREFETCH
 #define KF_PREFETCH 1
 #endif

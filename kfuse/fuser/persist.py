@@ -42,8 +42,8 @@ def _member_digest(prepared) -> str:
 
 def key(group, alias_pattern, scalar_pattern, transforms, scratch=(), ranges=()) -> str:
     """``ranges``: a horizontal group's parts (pipeline.group_key), whose bounds its code holds."""
-    parts = [_kfuse_fingerprint(), config.cache_key(), ",".join(sorted(blocks.BLOCK_SPACES)),
-             ",".join(sorted(codegen.QUEUED_SPACES)), ",".join(sorted(lanes.LANE_SPACES)), repr(alias_pattern),
+    spaces = (blocks.BLOCK_SPACES, blocks.SINGLE_SUM_SPACES, codegen.QUEUED_SPACES, lanes.LANE_SPACES)
+    parts = [_kfuse_fingerprint(), config.cache_key(), *(",".join(sorted(s)) for s in spaces), repr(alias_pattern),
              repr(scalar_pattern), ",".join(sorted(transforms)), repr(tuple(scratch)), repr(tuple(ranges))]
     parts += [f"{type(c.policy).__name__}:{_member_digest(c.prepared)}" for c in group]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
