@@ -53,6 +53,15 @@ def k_dot(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1D[
 
 
 @pk.workunit
+def k_halve_dot(i: int, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], y: pk.View1D[pk.double]):
+    """Loads, stores, then reads what it stored (y may be x): a block reduction takes x[i] and y[i] first, and
+    must read them again after the store (kfuse/codegen/blocks.py)."""
+    t: float = x[i] + y[i]
+    x[i] = t * 0.5
+    acc += x[i] * y[i] + t
+
+
+@pk.workunit
 def k_rowsum(i: int, m: pk.View2D[pk.double], out: pk.View1D[pk.double]):
     s: float = 0.0
     for j in range(m.extent(1)):
@@ -307,6 +316,7 @@ KERNELS = {
     "rowsum": Kernel(k_rowsum, "for", ("m", "out"), ("M", F64), ("out",)),
     "rank1": Kernel(k_rank1, "for", ("x", "y", "m"), (F64, F64, "M"), ("m",)),
     "dot": Kernel(k_dot, "reduce", ("x", "y"), (F64, F64), ()),
+    "halve_dot": Kernel(k_halve_dot, "reduce", ("x", "y"), (F64, F64), ("x",)),
     "scan": Kernel(k_scan, "scan", ("x", "y"), (F64, F64), ("y",)),
     "helper": Kernel(k_helper, "for", ("x", "y"), (F64, F64), ("y",), opaque=("x", "y")),
     "pair": Kernel(k_pair, "for", ("x", "y"), (F64, F64), ("y",)),
