@@ -200,7 +200,7 @@ def atomic_first(i, acc: pk.Acc[pk.double], x: pk.View1D[pk.double], n: pk.View1
 
 def _leading(wu, **kwargs):
     prepared = _prepared(wu, **kwargs)
-    return blocks.leading_loads(lowered(prepared.source, prepared.spec), "i")
+    return blocks.leading_loads(lowered(prepared.source, prepared.spec), "i", bounds_check=False)
 
 
 @pytest.mark.backend("null")

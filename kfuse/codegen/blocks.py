@@ -36,6 +36,8 @@ SINGLE_SUM_SPACES = frozenset()
 #: for before its use. On H200 hosts one View ahead made BabelStream's ten sums 0.510 -> 0.456 ms (one host); three
 #: made the Gaussian chain's sum in blocks 0.534 -> 0.666 ms (two hosts, torch.compile 0.507 and 0.603 on them).
 MOST_PREFETCHED = 2
+#: The space whose reductions in blocks run on the device (the prelude's CUDA form); others run in order on the host.
+_DEVICE = "Cuda"
 #: Expressions with effects, or whose values the body's order decides: leading loads end before them.
 _EFFECTS = (ir.HelperCall, ir.Atomic, ir.New, ir.Nested, ir.TeamQuery)
 
@@ -67,7 +69,7 @@ def in_blocks(spec: KernelSpec) -> bool:
 
 def launcher(spec: KernelSpec) -> str:
     """The prelude's function that runs a kernel in blocks: a CUDA device's, or the host's in the same order."""
-    return "kf_reduce_in_blocks" if spec.space == "Cuda" else "kf_reduce_in_order"
+    return "kf_reduce_in_blocks" if spec.space == _DEVICE else "kf_reduce_in_order"
 
 
 def _loads_at(e, index: str) -> bool:
@@ -81,36 +83,40 @@ def _at_index(e, index: str, views: dict) -> bool:
     return _loads_at(e, index) and e.view in views and views[e.view].ndim == 1
 
 
-def sure_thread_loads(kernel: ir.Kernel, index: str) -> list[str]:
-    """The rank-1 Views whose element ``index`` the body reads whatever the data: reads in its leading
-    statements, up to the test of the first branch, and not in a conditional expression's branches (what
-    ``kf_prefetch`` asks for)."""
-    found = []
-
-    def visit(top) -> None:
+def _read_at(found: list, tops, index: str, views: dict) -> None:
+    """Add to ``found`` the rank-1 Views that expressions ``tops`` read at ``index`` whatever the data (not only in
+    a conditional expression's branches), each once."""
+    for top in tops:
         for e in evaluated(top):
-            if _at_index(e, index, kernel.views) and e.view not in found:
+            if _at_index(e, index, views) and e.view not in found:
                 found.append(e.view)
 
+
+def sure_thread_loads(kernel: ir.Kernel, index: str) -> list[str]:
+    """The rank-1 Views whose element ``index`` the body reads whatever the data: reads in its leading
+    statements, up to the test of the first branch (what ``kf_prefetch`` asks for)."""
+    found: list = []
     for stmt in kernel.body:
         if isinstance(stmt, (ir.Assign, ir.Accumulate, ir.SetField)):
-            visit(stmt.value)
+            _read_at(found, (stmt.value,), index, kernel.views)
         elif isinstance(stmt, ir.Store):
-            for part in (*stmt.indices, stmt.value):
-                visit(part)
+            _read_at(found, (*stmt.indices, stmt.value), index, kernel.views)
         else:
             if isinstance(stmt, ir.If):
-                visit(stmt.test)
+                _read_at(found, (stmt.test,), index, kernel.views)
             break
     return found
 
 
-def leading_loads(kernel: ir.Kernel, index: str) -> LeadingLoads:
+def leading_loads(kernel: ir.Kernel, index: str, bounds_check: bool) -> LeadingLoads:
     """The body's leading statements (assignments of locals and sums, then one store, up to the first other
     statement, one that assigns the thread index, or one with effects or a checked division) and the rank-1 Views
-    they read at the thread index whatever the data (not only in a conditional expression's branches): a store's
-    value and indices are read before it stores."""
-    views, count = [], 0
+    they read at the thread index whatever the data: a store's value and indices are read before it stores.
+    None of them under ``bounds_check``: checked loads stay where the body has them."""
+    views: list = []
+    count = 0
+    if bounds_check:
+        return LeadingLoads(index, (), 0)
     for stmt in kernel.body:
         stores = isinstance(stmt, ir.Store)
         if not (stores or isinstance(stmt, (ir.Assign, ir.Accumulate))) or getattr(stmt, "name", None) == index:
@@ -118,12 +124,11 @@ def leading_loads(kernel: ir.Kernel, index: str) -> LeadingLoads:
         read = (stmt.value, *stmt.indices) if stores else (stmt.value,)
         if any(isinstance(e, _EFFECTS) or checked_division(e) for top in read for e in subexpressions(top)):
             break
-        views += [e.view for top in read for e in evaluated(top)
-                  if _at_index(e, index, kernel.views) and e.view not in views]
+        _read_at(views, read, index, kernel.views)
         count += 1
         if stores:
             break
-    return LeadingLoads(index, tuple(dict.fromkeys(views)), count)
+    return LeadingLoads(index, tuple(views), count)
 
 
 def loaded_struct(loads: LeadingLoads, views: dict) -> str:
@@ -139,7 +144,7 @@ def block_helpers(spec: KernelSpec, loads: LeadingLoads, prefetched: list, views
     i = ident(loads.index)
     loaded = ", ".join(element_code(ident(v), views[v].layout, [i], None, frozenset()) for v in loads.views)
     load = f"KfLoaded kf_load(const int64_t {i}) const {{ return {{{loaded}}}; }}\n"
-    if spec.space != "Cuda":
+    if spec.space != _DEVICE:
         return f"  KOKKOS_INLINE_FUNCTION {load}"
     if len(spec.accs) == 1:
         moved, added = "kf_shfl_down(v, o)", "dst += src;"

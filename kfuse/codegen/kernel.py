@@ -89,10 +89,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
     kernel = lowered(src, spec)
     bounds_check = config.BOUNDS_CHECK.get()
     in_blocks = blocks.in_blocks(spec)
-    leading = None
-    if in_blocks:  # (checked loads stay where the body has them)
-        index = kernel.threads[0][0]
-        leading = blocks.LeadingLoads(index, (), 0) if bounds_check else blocks.leading_loads(kernel, index)
+    leading = blocks.leading_loads(kernel, kernel.threads[0][0], bounds_check) if in_blocks else None
     unit = Unit(kernel, frozenset(ident(n) for n in restrict) if in_function else frozenset(),
                 bounds_check=bounds_check, lanes=lane_loops(kernel, spec, bounds_check), leading=leading)
     members = [f"  {cpp_type(t)} {ident(name)};" for name, t in spec.params]
