@@ -273,12 +273,14 @@ class _Match:
         for launch in template.launches:
             if all(launch[2][position] is filled[slot] for position, slot in launch[3]):
                 continue  # (its buffer stays: a replay's new result Views reach few of its launches)
-            passed = list(launch[2])
+            passed, moved = list(launch[2]), []
             for position, slot in launch[3]:
-                passed[position] = filled[slot]
+                if passed[position] is not filled[slot]:
+                    passed[position] = filled[slot]
+                    moved.append(position)
             launch[2] = tuple(passed)
             if launch[6] is not None:
-                launch[6] = launch[0].packed(launch[1], launch[2])
+                launch[6] = launch[0].repacked(launch[6], launch[1], launch[2], moved)
 
     def adopted(self) -> None:
         """The slots' Views are the template's now that they ran: the next repetition on them is compared by

@@ -398,6 +398,44 @@ def test_device_buffers_of_dropped_views_are_reused_not_freed(fake_gpu, mode, mo
     assert calls == {"malloc": 3, "free": 3}  # two spares freed, then the new buffer at once
 
 
+def test_a_replay_patches_only_its_new_result_pointers_into_the_kept_device_buffers(fake_gpu, monkeypatch):
+    """A captured function whose result is new memory at every call: each replay's kept launches keep their device
+    argument buffers and take just the new Views' device addresses into their pointer slots (runtime/launch.py
+    ``KeptDeviceBuffer.move``), so once settled nothing packs; every call's result is memory of its own, and each
+    follows NumPy, also after a host write makes an input's device copy stale (which packs again)."""
+    from kfuse.runtime import launch
+
+    packs = []
+    real = launch.KeptDeviceBuffer.pack
+    monkeypatch.setattr(launch.KeptDeviceBuffer, "pack", lambda self, *a: packs.append(1) or real(self, *a))
+
+    @pk.capture
+    def step(x, y):
+        z = pk.empty((N,))
+        pk.parallel_for(N, dm_scale, a=2.0, x=x, y=y)
+        pk.parallel_for(N, dm_scale, a=3.0, x=y, y=z)
+        return z
+
+    x, y = inputs(), pk.View([N])
+    values = np.arange(N, dtype=np.float64)
+    results, seen = [], {}
+    pk.enable_fusion()
+    try:
+        for k in range(16):
+            if k == 11:
+                x[5] = -7.0  # on the host: x's device copy is stale now
+                values[5] = -7.0
+            results.append((step(x, y), 6.0 * values))
+            seen[k] = len(packs)
+        assert seen[8] == seen[10] and seen[15] == seen[10] + 1  # then only the launch reading x, after the write
+    finally:
+        pk.disable_fusion()
+    assert len({r.ptr for r, _ in results}) == len(results)
+    for got, want in results:
+        np.testing.assert_array_equal(np.asarray(got), want)
+    assert pk.stats()["calls_captured"] > 0
+
+
 def test_a_replay_reuses_its_device_argument_buffer_until_a_view_changes_on_the_host(fake_gpu, monkeypatch):
     """A captured function's kept launches on a GPU keep their packed device pointers (runtime/launch.py
     ``KeptDeviceBuffer``) while their Views' device copies stay current; a host write to an argument makes its

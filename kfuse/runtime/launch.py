@@ -21,6 +21,7 @@ from ..frontend.spec import KernelSpec
 from ..policies import MDRangePolicy, RangePolicy
 from ..types import DType
 from .. import context, counters, guard, spaces
+from ..views import View
 from . import device, kokkos_runtime
 
 _ERRLEN = 2048
@@ -65,6 +66,7 @@ class CompiledKernel:
                             writes if self.on_device else None, self.name, fused)
         self._writes = writes
         self.view_writes = tuple((i, bool(writes[i])) for i, (_, t) in enumerate(spec.params) if t.is_view)
+        self.pointer_slots = _pointer_slots(spec, len(generated.slot_format))  # per View parameter, as view_writes
 
     def _load(self) -> None:
         with guard.lock:
@@ -117,8 +119,7 @@ class CompiledKernel:
             device.host_launch(args, self._writes)
         fn = self._fn if wait or self._queued is None or profile is not None else self._queued
         if type(packed) is KeptDeviceBuffer:
-            packed = packed.buffer if packed.taken is not None and device.still_current(packed.taken) else \
-                packed.pack(self, bounds, args)
+            packed = packed.current(self, bounds, args)
         rc = fn(self.pack(bounds, args) if packed is None else packed, self._out, _err, _errlen)
         if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
@@ -147,6 +148,15 @@ class CompiledKernel:
         copies, known only at a launch: it gets a ``KeptDeviceBuffer``, packed at its first launch."""
         return KeptDeviceBuffer() if self.on_device else self.pack(bounds, args)
 
+    def repacked(self, packed, bounds: tuple, args: tuple, moved: tuple):
+        """``packed`` (``packed``'s buffer) for ``args``, whose Views at positions ``moved`` replace others of the
+        same shapes and strides (a rerun's, kfuse/rerun.py): on a device the kept buffer, to take just their
+        pointers again at its next launch; on the host packed anew."""
+        if type(packed) is KeptDeviceBuffer:
+            packed.move(moved)
+            return packed
+        return self.pack(bounds, args)
+
     @property
     def last_seconds(self) -> float:
         """Time of the last launch measured in C++ around the launch and its fence."""
@@ -156,17 +166,54 @@ class CompiledKernel:
 class KeptDeviceBuffer:
     """A kept launch's argument buffer on a GPU, reused while its Views' device copies stay where they were and
     current (``device.still_current``): a replay then packs nothing and asks no View for its device address
-    (GaussianNB's prediction passes 33 Views a replay). Anything else packs it again, through ``device_pointer``."""
+    (GaussianNB's prediction passes 33 Views a replay). Views replaced by others of the same shapes and strides (a
+    replay's new result memory: ``move``) take their device addresses again into their pointer slots, the rest of
+    the buffer kept; anything else packs it again, through ``device_pointer``."""
 
-    __slots__ = ("buffer", "taken")
+    __slots__ = ("buffer", "taken", "moved")
 
     def __init__(self):
-        self.buffer, self.taken = None, None
+        self.buffer, self.taken, self.moved = None, None, frozenset()
 
-    def pack(self, kernel: CompiledKernel, bounds: tuple, args: tuple) -> bytes:
-        self.buffer = kernel.pack(bounds, args)
+    def move(self, positions) -> None:
+        """The Views at argument ``positions`` are new at the next launch."""
+        self.moved = self.moved.union(positions)
+
+    def current(self, kernel: CompiledKernel, bounds: tuple, args: tuple):
+        """The buffer for a launch over ``bounds`` with ``args``: kept, its moved pointers patched, or packed."""
+        moved, self.moved = self.moved, frozenset()
+        if self.taken is not None and (self._repointed(kernel, args, moved) if moved else
+                                       device.still_current(self.taken)):
+            return self.buffer
+        return self.pack(kernel, bounds, args)
+
+    def pack(self, kernel: CompiledKernel, bounds: tuple, args: tuple):
+        self.buffer = ctypes.create_string_buffer(kernel.pack(bounds, args))
         self.taken = device.pointers_taken(args, kernel.view_writes)
         return self.buffer
+
+    def _repointed(self, kernel: CompiledKernel, args: tuple, moved: frozenset) -> bool:
+        """Patch the pointer slots of the Views at ``moved``, where each is a plain View of the shape and strides of
+        the one it replaces and every other View is still current (as ``device_pointer`` would leave them)."""
+        taken, entries = list(self.taken), []
+        for entry, (position, _) in enumerate(kernel.view_writes):
+            if position in moved:
+                view, old = args[position], taken[entry][0]
+                if type(view) is not View or view.shape != old.shape or view.strides != old.strides:
+                    return False
+                entries.append(entry)
+        if not device.still_current(tuple(t for e, t in enumerate(taken) if e not in entries)):
+            return False
+        for entry in entries:
+            position, writes = kernel.view_writes[entry]
+            view = args[position]
+            _POINTER.pack_into(self.buffer, 8 * kernel.pointer_slots[entry], device.device_pointer(view, writes))
+            taken[entry] = (view, view.ptr, view._mirror, writes)
+        self.taken = tuple(taken)
+        return True
+
+
+_POINTER = struct.Struct("=q")
 
 
 #: Loaded kernels in the order the eviction sweep visits them (dicts keep insertion order).
@@ -217,6 +264,18 @@ def _packer(pack, spec: KernelSpec, device_writes: tuple | None, name: str, fuse
                  "out_of_range": lambda bounds, args: argument_range_error(spec, name, fused, bounds, args)}
     exec(text, namespace)  # noqa: S102 - our own text
     return namespace["pack_arguments"]
+
+
+def _pointer_slots(spec: KernelSpec, slots: int) -> tuple:
+    """Per View parameter, the slot of its pointer in the argument buffer (``_packer``'s layout: the policy's
+    bounds, then per parameter a value, or a pointer, extents and, not C-contiguous, strides)."""
+    sizes = [1 + t.ndim * (2 if t.layout == "stride" else 1) if t.is_view else 1 for _, t in spec.params]
+    slot, found = slots - sum(sizes), []
+    for (_, t), size in zip(spec.params, sizes):
+        if t.is_view:
+            found.append(slot)
+        slot += size
+    return tuple(found)
 
 
 def _limits(dtype: DType) -> tuple[int, int]:
