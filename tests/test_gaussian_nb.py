@@ -45,16 +45,17 @@ def check_against_sklearn(model, jll, predicted, X_train, y_train, X_test):
     np.testing.assert_array_equal(predicted, ref.predict(X_test))
 
 
-@pytest.fixture(params=[False, True], ids=["threads", "rows"])
-def rows(request, monkeypatch):
-    """Whether the prediction runs as on a GPU (gnb.jll_rows: a thread per sample), here on the host."""
+@pytest.fixture(params=[False, True], ids=["threads", "pairs"])
+def pairs(request, monkeypatch):
+    """Whether the prediction runs as on a GPU (gnb.jll_pairs: a 1-D range over samples and classes), here on the
+    host."""
     if request.param:
-        monkeypatch.setattr(gnb, "ROW_SPACES", gnb.ROW_SPACES | {pk.get_default_space().value})
+        monkeypatch.setattr(gnb, "PAIR_SPACES", gnb.PAIR_SPACES | {pk.get_default_space().value})
     return request.param
 
 
 @MODES
-def test_fit_and_predict_match_sklearn(fusion, rows):
+def test_fit_and_predict_match_sklearn(fusion, pairs):
     X, y = unequal_classes()
     X_train, y_train, X_test = X[:450], y[:450], X[450:]
     before = pk.stats()["ops_traced"]
@@ -103,7 +104,7 @@ def test_script_runs_from_the_command_line(capsys):
     assert float(out.split("test accuracy=")[1].split()[0]) > 0.8
 
 
-def test_a_captured_prediction_replays_into_new_memory_and_equals_sklearn(rows):
+def test_a_captured_prediction_replays_into_new_memory_and_equals_sklearn(pairs):
     """``pk.capture(most_likely)`` over the fitted Views: later predictions replay the first one's kernels (each into
     new memory), and every prediction -- new samples written into the same View between calls, earlier results kept
     -- is scikit-learn's."""
