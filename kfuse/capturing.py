@@ -84,7 +84,7 @@ class _Plan:
     def replay(self, rt) -> tuple | None:
         """(the Futures of a replay, per call of the flush; the Views made anew for it), or None where the plan no
         longer holds (nothing ran)."""
-        if rt.failures or any(v.ptr != p for v, p in zip(self.pinned, self.pointers)):
+        if rt.failures or [v.ptr for v in self.pinned] != self.pointers:
             return None
         call = self.call
         if call is not None:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from math import copysign
+from operator import is_not
 
 from . import config, escape, guard, untraced, views
 from .calls import KernelCall, runs_off_gpu
@@ -108,6 +109,7 @@ class Template:
     launches: tuple  # [kernel, policy slots, arguments, ((position, slot), ...), partition positions, those of them
     #                  that deliver a reduction's or scan's value, the argument buffer packed (on a device a
     #                  launch.KeptDeviceBuffer)], as they ran
+    reach: tuple  # per slot, the (launch number, argument position) pairs its View fills
     unfused: int  # groups the profitability decisions run apart
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     views: list  # per slot, the View of the last run
@@ -268,19 +270,22 @@ class _Match:
         return _disjoint(self.filled) if template.disjoint else _layout(self.filled) == template.layout
 
     def adopt(self) -> None:
-        """Make the slots' Views the kept launches' (before they run) and the template's (``adopted``, after)."""
+        """Make the slots' Views the kept launches' (before they run) and the template's (``adopted``, after). Only
+        the launches a new View reaches change (a replay's new result Views reach few of them)."""
         template, filled = self.template, self.filled
-        for launch in template.launches:
-            if all(launch[2][position] is filled[slot] for position, slot in launch[3]):
-                continue  # (its buffer stays: a replay's new result Views reach few of its launches)
-            passed, moved = list(launch[2]), []
-            for position, slot in launch[3]:
-                if passed[position] is not filled[slot]:
-                    passed[position] = filled[slot]
-                    moved.append(position)
+        moved: dict = {}
+        for slot, (view, last) in enumerate(zip(filled, template.views)):
+            if view is not last:
+                for number, position in template.reach[slot]:
+                    moved.setdefault(number, []).append((position, view))
+        for number, views in moved.items():
+            launch = template.launches[number]
+            passed = list(launch[2])
+            for position, view in views:
+                passed[position] = view
             launch[2] = tuple(passed)
             if launch[6] is not None:
-                launch[6] = launch[0].repacked(launch[6], launch[1], launch[2], moved)
+                launch[6] = launch[0].repacked(launch[6], launch[1], launch[2], [position for position, _ in views])
 
     def adopted(self) -> None:
         """The slots' Views are the template's now that they ran: the next repetition on them is compared by
@@ -670,7 +675,7 @@ class Rerun:
             tuple(_head(call, slot_of) for call in head), steps, tail, owners,
             owners == tuple(("step", i) for i in range(len(steps))),
             tuple(i for i, step in enumerate(steps) if step.op != "for"),
-            tuple(kept),
+            tuple(kept), _reach(kept, len(slot_views)),
             sum(record.apart(g) for g in record.groups), waiting,
             slot_views, [v.ptr for v in slot_views],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
@@ -721,12 +726,21 @@ class Rerun:
             futures[k] = Future(steps[k].prepared.spec.accs[0], rt.resolve)
         match = _Match(template, False)
         match.filled[:] = filled
-        match.new = any(a is not b for a, b in zip(filled, template.views))
+        match.new = any(map(is_not, filled, template.views))
         match.laid_out = laid_out
         self.alive, self.matched, self.first_call, self.timing = [match], len(steps), rt.calls_made + 1, False
         rt.calls_made += len(steps)
         self.run(rt)  # (a View moved, or a compile now repaid: the calls become trace entries, which the caller runs)
         return futures
+
+
+def _reach(launches: list, slots: int) -> tuple:
+    """Per slot, the (launch number, argument position) pairs it fills in ``launches`` (``Template.reach``)."""
+    reach: list = [[] for _ in range(slots)]
+    for number, launch in enumerate(launches):
+        for position, slot in launch[3]:
+            reach[slot].append((number, position))
+    return tuple(map(tuple, reach))
 
 
 def _op_at(position: int, owners: tuple, head: tuple, steps: tuple) -> str:
