@@ -112,14 +112,16 @@ class _Made:
     function made that no launch takes (array operations' results never stored) keep their recorded ones. An
     allocation no returned View lies in is made at the first replay only and serves every later one: only kfuse's
     launches ever see it (the recorded run's memory, which the function's Python could have kept, is not reused).
-    The allocations of returned Views are made after each replay for the next one (``make_ahead``), when small."""
+    The allocations of returned Views are made after each replay for the next one (``make_ahead``), when small. A
+    View that was several of them (returned and taken by a launch, or returned twice) is one View at a replay too."""
 
-    __slots__ = ("roots", "slots", "places", "returned", "kept", "renewed", "ahead", "small")
+    __slots__ = ("roots", "slots", "places", "same", "returned", "kept", "renewed", "ahead", "small")
 
-    def __init__(self, roots: list, slots: list, places: list):
+    def __init__(self, roots: list, slots: list, places: list, same: list):
         self.roots = roots  # per allocation: (shape, NumPy dtype)
         self.slots = slots  # per View: its template slot, or None (returned only)
         self.places = places  # per View: (its allocation, byte offset, shape, byte strides, whether the whole of it)
+        self.same = same  # per View: the earlier one it is (the same View object when recorded), or None
         self.returned = [False] * len(roots)  # per allocation: whether a returned View lies in it (new at each replay)
         for slot, (k, *_) in zip(slots, places):
             self.returned[k] = self.returned[k] or slot is None
@@ -133,8 +135,10 @@ class _Made:
     def of(cls, wanted: list) -> "_Made | None":
         """From ``wanted``, (slot or None, View) pairs of Views made over undefined memory; None where one's
         memory is not an allocation a replay can make again (a C-contiguous array of its own)."""
-        roots, allocation, slots, places = [], {}, [], []
+        roots, allocation, slots, places, same, first = [], {}, [], [], [], {}
         for slot, view in wanted:
+            earlier = first.setdefault(id(view), len(same))
+            same.append(None if earlier == len(same) else earlier)
             owner = views.memory_owner(view._array)
             if not owner.flags.c_contiguous:
                 return None
@@ -145,11 +149,11 @@ class _Made:
             whole = offset == 0 and view._array.shape == owner.shape and view._array.strides == owner.strides
             slots.append(slot)
             places.append((allocation[id(owner)], offset, view._array.shape, view._array.strides, whole))
-        made = cls(roots, slots, places)
+        made = cls(roots, slots, places, same)
         news = made.make()
-        same = all((a.sig, a.shape, a.strides, a.trait) == (b.sig, b.shape, b.strides, b.trait)
-                   for (_, a), b in zip(wanted, news))
-        return made if same else None
+        alike = all((a.sig, a.shape, a.strides, a.trait) == (b.sig, b.shape, b.strides, b.trait)
+                    for (_, a), b in zip(wanted, news))
+        return made if alike else None
 
     def make(self) -> list:
         """The Views of a replay at the recorded places: in new allocations, or the first replay's (see above)."""
@@ -177,18 +181,24 @@ class _Made:
 
     def _views(self, roots: list, numbers) -> list:
         """The Views at places ``numbers`` in ``roots``' memory (an allocation's first whole View is its root's)."""
-        made, used = [], set()
+        made, used, at = [], set(), {}
         for n in numbers:
+            same = self.same[n]
+            if same is not None:
+                made.append(at[same])
+                continue
             k, offset, shape, strides, whole = self.places[n]
             root = roots[k]
             if whole and k not in used:
                 used.add(k)
-                made.append(root)
-                continue
-            array = root._array
-            part = array.view() if whole else np.ndarray(shape, array.dtype, buffer=array, offset=offset,
-                                                         strides=strides)
-            made.append(View._part(part, root, root.ptr + offset))
+                view = root
+            else:
+                array = root._array
+                part = array.view() if whole else np.ndarray(shape, array.dtype, buffer=array, offset=offset,
+                                                             strides=strides)
+                view = View._part(part, root, root.ptr + offset)
+            at[n] = view
+            made.append(view)
         return made
 
 

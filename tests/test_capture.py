@@ -550,6 +550,32 @@ def test_a_kernel_writing_new_memory_it_returns_is_replayed_into_new_memory():
     assert stats["calls_captured"] >= 3 and shifted.why_not is None
 
 
+def test_a_view_returned_twice_and_written_by_a_launch_is_one_view_at_each_replay():
+    """A View the function returns twice and a launch of its flush writes (so it fills a slot too): each replay
+    returns one new View twice, as the recorded call did, over new memory, with eager's values."""
+    @pk.capture
+    def shifted_twice(x, y):
+        z = pk.empty(N - 1)
+        pk.parallel_for(N - 1, w_shift, x=x, y=y)  # two launches: a flush of several calls, a kept template
+        pk.parallel_for(N - 1, w_copy, t=y, y=z)
+        return z, z
+
+    def program():
+        x, y = view_of(X0), pk.View([N - 1])
+        kept = []
+        for k in range(6):
+            x[k] = -1.0 - k
+            a, b = shifted_twice(x, y)
+            assert a is b
+            kept.append(a)
+        assert len({v.ptr for v in kept}) == len(kept)
+        return [v.copy() for v in kept]
+
+    expected, got, stats, _ = run_eager_and_fused(program)
+    assert_same(expected, got)
+    assert stats["calls_captured"] >= 6 and shifted_twice.why_not is None
+
+
 @pk.workunit
 def w_columns(i: int, x: pk.View1D[pk.double], a: pk.View1D[pk.double], b: pk.View1D[pk.double]):
     a[i] = x[i] * 2.0
