@@ -18,7 +18,8 @@ cut short -- turns the matched calls into ordinary trace entries, as if nothing 
 
 Why this is never wrong: equal calls over an equal trace make the same partition, plan, groups, kernels and
 arguments, so the kept launches are what the trace would run. A slot's View of the last run is checked again
-before the launches (pointer, shape, strides: ``View.resize`` gives a View new memory). A new View may fill a slot
+before the launches (pointer, shape, strides) whenever a View was resized since its pointers were taken
+(``View.resize`` is the one way a View gets new memory or a shape: ``views.resize_count``). A new View may fill a slot
 where its View has the slot's dtype, rank, layout, trait, shape and strides, and the slots' Views overlap as the
 template's did (checked before the launches): where the template's Views share no byte, the slots' share none
 (so no View fills two slots); where some share memory (two Views of one array, say: a result and an operation's
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from math import copysign
-from operator import is_not
 
 from . import config, escape, guard, untraced, views
 from .calls import KernelCall, runs_off_gpu
@@ -114,6 +114,7 @@ class Template:
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     views: list  # per slot, the View of the last run
     pointers: list  # per slot, that View's pointer then
+    taken_at: list  # [views.resize_count() when the pointers were taken]: no View moved since while it is the same
     kinds: tuple  # per slot, (sig, shape, strides): what its View must have
     writes: tuple  # per slot, whether a call writes its View
     disjoint: bool  # the slots' Views share no byte: new Views may fill slots
@@ -175,7 +176,7 @@ def _layout(passed) -> tuple | None:
 class _Match:
     """A template being matched: the View in each slot so far."""
 
-    __slots__ = ("template", "filled", "live", "new", "laid_out")
+    __slots__ = ("template", "filled", "live", "new", "laid_out", "changed")
 
     def __init__(self, template: Template, live: bool):
         self.template = template
@@ -184,6 +185,7 @@ class _Match:
         self.new = False  # a new View fills a slot
         self.laid_out = False  # the new Views overlap one another and the rest as the template's did (a replay's
         # memory made anew in the same layout, kfuse/capturing.py)
+        self.changed = None  # the slots whose View is not the template's, once asked (``changed_slots``)
 
     def takes(self, step: Step, kwargs: dict) -> bool:
         """Whether ``kwargs`` are the step's (module docstring); slots are filled only if they are."""
@@ -255,29 +257,37 @@ class _Match:
     def valid(self, rt) -> bool:
         """Whether the kept launches are what the trace would run with the slots' Views (module docstring). The
         settings were compared at the first call (``take``): a repetition runs under the settings it started in."""
-        template = self.template
+        template, filled = self.template, self.filled
         if not (rt.enabled and rt.fuse and rt.default_space is template.space):
             return False
-        for view, last, pointer, (_, shape, strides) in zip(self.filled, template.views, template.pointers,
-                                                            template.kinds):
-            if view is last:  # (its shape was checked when it came: only View.resize changes it, and its memory)
-                if view.ptr != pointer:
+        if views.resize_count() != template.taken_at[0]:  # (only View.resize gives a View new memory, and a shape)
+            for view, last, pointer, (_, shape, strides) in zip(filled, template.views, template.pointers,
+                                                                template.kinds):
+                if view is last and (view.ptr != pointer or view.shape != shape or view.strides != strides):
                     return False
-            elif view.shape != shape or view.strides != strides:
+        for slot in self.changed_slots():
+            view, (_, shape, strides) = filled[slot], template.kinds[slot]
+            if view.shape != shape or view.strides != strides:
                 return False
         if not self.new or self.laid_out:
             return True
-        return _disjoint(self.filled) if template.disjoint else _layout(self.filled) == template.layout
+        return _disjoint(filled) if template.disjoint else _layout(filled) == template.layout
+
+    def changed_slots(self) -> list:
+        """The slots whose View is not the one of the template's last run."""
+        if self.changed is None:
+            self.changed = [slot for slot, (view, last) in enumerate(zip(self.filled, self.template.views))
+                            if view is not last]
+        return self.changed
 
     def adopt(self) -> None:
         """Make the slots' Views the kept launches' (before they run) and the template's (``adopted``, after). Only
         the launches a new View reaches change (a replay's new result Views reach few of them)."""
         template, filled = self.template, self.filled
         moved: dict = {}
-        for slot, (view, last) in enumerate(zip(filled, template.views)):
-            if view is not last:
-                for number, position in template.reach[slot]:
-                    moved.setdefault(number, []).append((position, view))
+        for slot in self.changed_slots():
+            for number, position in template.reach[slot]:
+                moved.setdefault(number, []).append((position, filled[slot]))
         for number, views in moved.items():
             launch = template.launches[number]
             passed = list(launch[2])
@@ -294,6 +304,7 @@ class _Match:
         template, filled = self.template, self.filled
         template.views[:] = filled
         template.pointers[:] = [v.ptr for v in filled]
+        template.taken_at[0] = views.resize_count()
 
 
 def _record_untraced(rt, kept, words: str, timed: bool) -> None:
@@ -677,7 +688,7 @@ class Rerun:
             tuple(i for i, step in enumerate(steps) if step.op != "for"),
             tuple(kept), _reach(kept, len(slot_views)),
             sum(record.apart(g) for g in record.groups), waiting,
-            slot_views, [v.ptr for v in slot_views],
+            slot_views, [v.ptr for v in slot_views], [views.resize_count()],
             tuple((v.sig, v.shape, v.strides) for v in slot_views),
             tuple(s in written for s in range(len(slot_views))), disjoint, None if disjoint else _layout(slot_views),
             _settings(rt), rt.default_space, replace(record), (len(head), *(id(s.workunit) for s in steps)),
@@ -726,7 +737,7 @@ class Rerun:
             futures[k] = Future(steps[k].prepared.spec.accs[0], rt.resolve)
         match = _Match(template, False)
         match.filled[:] = filled
-        match.new = any(map(is_not, filled, template.views))
+        match.new = bool(match.changed_slots())
         match.laid_out = laid_out
         self.alive, self.matched, self.first_call, self.timing = [match], len(steps), rt.calls_made + 1, False
         rt.calls_made += len(steps)

@@ -149,6 +149,12 @@ _PARTS_KEPT = 32  # slices kept per View (a loop over rows or columns slices a V
 _resizes = 0  # ``View.resize`` calls so far: a View's kept slices made before the last one are stale
 
 
+def resize_count() -> int:
+    """``View.resize`` calls so far: while it stays the same, no View has new memory (kfuse/rerun.py compares a kept
+    flush's pointers only when it changed)."""
+    return _resizes
+
+
 def _index_key(index):
     """A dict key for a basic index of slices and ints (Python ints and None only: ``1.0`` must still raise as
     NumPy does), or None: slices are not hashable before Python 3.12."""

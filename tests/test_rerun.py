@@ -239,6 +239,20 @@ def test_a_change_leaves_the_rerun_and_computes_what_eager_computes(name):
     assert flushes[-2] == "rerun", flushes  # the loop is rerun again after the change (the last flush: the kick)
 
 
+@pytest.mark.backend("kokkos")  # (compiled kernels take pointers, which the kept launches keep)
+def test_a_view_given_new_memory_between_reruns_leaves_them_and_computes_what_eager_computes():
+    """A loop rerun at every step (each step's calls match the kept flush whole) whose View gets new memory of
+    another extent between two steps: the kept launches took its old memory, so the next step is traced, and the
+    loop then reruns on the new memory."""
+    def grown(step, x, v):
+        if step == 10:
+            x.resize(0, N + 4)
+
+    expected, got, _, text = run_eager_and_fused(lambda: loop(20, 1, grown))
+    assert_same(expected, got)
+    assert hows(text)[-2] == "rerun"
+
+
 @pytest.mark.parametrize("kept, given", [(0.0, -0.0), (-0.0, 0.0), (True, 1), (1, True), (2.5, np.float64(2.5))])
 def test_a_scalar_equal_under_eq_but_another_value_leaves_the_rerun(kept, given):
     """A loop's scalar and one ``==`` calls equal to it that is another value to a kernel (a zero of the other sign,
