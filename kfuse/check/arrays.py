@@ -36,6 +36,8 @@ TYPED = ("f32", "i32", "i64", "flag")
 #: names the host reads and writes (kept aliases ``@name`` come on top)
 HOST_NAMES = ("a", "b", "c", "lo", "hi", "d", "d2", "M", "Mc", "buf", "raw", "m0", "m1", *TYPED)
 REALLOCATABLE = ("a", "b", "c", "M", "raw", *TYPED)
+#: Views the host may give new memory (``View.resize``, host.WRITES' "resized"): no other name covers their memory
+RESIZABLE = ("b", "c", *TYPED)
 EXPORTABLE = ("a", "b", "c", "lo", "hi", "d", "M", *TYPED)
 
 _DTYPES = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "flag": np.bool_}

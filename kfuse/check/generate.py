@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE, TWO_D
+from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE, RESIZABLE, TWO_D
 from .kernels import F64, KERNELS, NEIGHBOUR_READERS
 from .program import AUTO_TEAM, HUGE_TEAM, Call, Case, Export, Fence, Read, Realloc, UseResult, Write
 from .host import READS, USES, WRITES
@@ -64,8 +64,9 @@ def program(ch, failures: bool = True, max_steps: int = 16) -> tuple:
         elif kind == "read":
             step = Read(ch.choice(HOST_NAMES + tuple(sorted(exported))), ch.choice(sorted(READS)))
         elif kind == "write":
-            step = Write(ch.choice(HOST_NAMES + tuple(sorted(exported))), ch.choice(sorted(WRITES)),
-                         ch.choice(WRITE_VALUES), ch.integer(0, 40))
+            name = ch.choice(HOST_NAMES + tuple(sorted(exported)))
+            hows = sorted(WRITES) if name in RESIZABLE else sorted(set(WRITES) - {"resized"})
+            step = Write(name, ch.choice(hows), ch.choice(WRITE_VALUES), ch.integer(0, 40))
         elif kind == "use" and n_results:
             step = UseResult(ch.integer(0, n_results - 1), ch.choice(sorted(USES)))
         elif kind == "realloc":
@@ -96,7 +97,8 @@ def _repeated(ch, steps: list, start: int, end: int, times: int, read: bool) -> 
     repetition (each one a flush; half of the time after a ``pk.fence()``, so the flush is the whole repetition,
     which the runtime may also time untraced, untraced.Trial); half of the time each repetition after the first
     makes some of those arrays anew (new Views of the same shape, as a program that allocates its arrays for each
-    run)."""
+    run); one time in three a repetition first gives one of them new memory under the same View (``View.resize``:
+    the kept launches took the old memory)."""
     body = steps[start:end]
     arrays = sorted({name for s in body if isinstance(s, Call) for name in s.arrays})
     if arrays and read:
@@ -106,6 +108,10 @@ def _repeated(ch, steps: list, start: int, end: int, times: int, read: bool) -> 
         anew = [Realloc(name) for name in used if ch.integer(0, 2)]
         body = anew + [s for s in body if not (isinstance(s, Realloc) and s in anew)]
     copies = [list(body) for _ in range(times - 1)]
+    resizable = [name for name in arrays if name in RESIZABLE]
+    if resizable and copies and ch.integer(0, 2) == 0:
+        k = ch.integer(0, len(copies) - 1)
+        copies[k] = [Write(ch.choice(resizable), "resized", ch.choice(WRITE_VALUES), ch.integer(0, 40))] + copies[k]
     changed = ch.integer(0, 2 * len(copies) - 1)  # half of the time: no copy changes
     if changed < len(copies):
         for k, step in enumerate(copies[changed]):

@@ -38,11 +38,23 @@ def _write_asarray(v, value, at):
     np.asarray(v).flat[at % v.size] = value  # (into the View's memory also where it is not contiguous: ``Mc``)
 
 
+def _write_resized(v, value, at):
+    """New memory under the same View (``View.resize`` out and back: its shape and contents kept), then one element
+    written: kept launches and captured replays that took the old memory must not use it. For Views no other name
+    shares memory with (``arrays.RESIZABLE``): the old memory stays theirs, as in Kokkos."""
+    held = v[0:1]  # (the old memory stays allocated meanwhile, so the new memory lies at another address)
+    v.resize(0, v.shape[0] + 3)
+    v.resize(0, v.shape[0] - 3)
+    del held
+    _write_setitem(v, value, at)
+
+
 WRITES = {
     "setitem": _write_setitem,
     "slice": _write_slice,
     "fill": lambda v, value, at: v.fill(value),
     "asarray": _write_asarray,
+    "resized": _write_resized,
 }
 
 USES = {

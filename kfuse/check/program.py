@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import MISSING, astuple, dataclass, fields
 
-from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE, TWO_D
+from .arrays import COLUMNS, EXPORTABLE, GROUPS, HOST_NAMES, ONE_D, REALLOCATABLE, RESIZABLE, TWO_D
 from .host import READS, USES, WRITES
 from .kernels import F64, KERNELS, NEIGHBOUR_READERS
 
@@ -132,7 +132,11 @@ def _problem(step, n_results: int, aliases: set) -> str | None:
         if step.name not in HOST_NAMES and step.name not in aliases:
             return f"no array '{step.name}' here (arrays: {', '.join(HOST_NAMES)}; aliases: {sorted(aliases)})"
         paths = READS if isinstance(step, Read) else WRITES
-        return None if step.how in paths else f"no access path '{step.how}' (paths: {', '.join(paths)})"
+        if step.how not in paths:
+            return f"no access path '{step.how}' (paths: {', '.join(paths)})"
+        if step.how == "resized" and step.name not in RESIZABLE:
+            return f"cannot resize '{step.name}' ({', '.join(RESIZABLE)}: no other name shares their memory)"
+        return None
     if isinstance(step, UseResult):
         if not 0 <= step.k < n_results:
             return f"no result {step.k} yet (there are {n_results})"
