@@ -114,7 +114,7 @@ class Template:
     waiting: tuple  # their entries where the cost model runs them apart until their compile is repaid
     views: list  # per slot, the View of the last run
     pointers: list  # per slot, that View's pointer then
-    taken_at: list  # [views.resize_count() when the pointers were taken]: no View moved since while it is the same
+    taken_at: list  # [views.resize_count() when the pointers were taken]: while it is the same, no View moved
     kinds: tuple  # per slot, (sig, shape, strides): what its View must have
     writes: tuple  # per slot, whether a call writes its View
     disjoint: bool  # the slots' Views share no byte: new Views may fill slots
@@ -288,14 +288,14 @@ class _Match:
         for slot in self.changed_slots():
             for number, position in template.reach[slot]:
                 moved.setdefault(number, []).append((position, filled[slot]))
-        for number, views in moved.items():
+        for number, placed in moved.items():
             launch = template.launches[number]
             passed = list(launch[2])
-            for position, view in views:
+            for position, view in placed:
                 passed[position] = view
             launch[2] = tuple(passed)
             if launch[6] is not None:
-                launch[6] = launch[0].repacked(launch[6], launch[1], launch[2], [position for position, _ in views])
+                launch[6] = launch[0].repacked(launch[6], launch[1], launch[2], [position for position, _ in placed])
 
     def adopted(self) -> None:
         """The slots' Views are the template's now that they ran: the next repetition on them is compared by

@@ -149,9 +149,9 @@ class CompiledKernel:
         return KeptDeviceBuffer() if self.on_device else self.pack(bounds, args)
 
     def repacked(self, packed, bounds: tuple, args: tuple, moved: tuple):
-        """``packed`` (``packed``'s buffer) for ``args``, whose Views at positions ``moved`` replace others of the
-        same shapes and strides (a rerun's, kfuse/rerun.py): on a device the kept buffer, to take just their
-        pointers again at its next launch; on the host packed anew."""
+        """The kept buffer ``packed`` (``packed()``'s) for ``args``, whose Views at positions ``moved`` replace
+        others of the same shapes and strides (a rerun's, kfuse/rerun.py): on a device the same buffer, to take
+        just their pointers again at its next launch; on the host packed anew."""
         if type(packed) is KeptDeviceBuffer:
             packed.move(moved)
             return packed
