@@ -176,16 +176,20 @@ def _layout(passed) -> tuple | None:
 class _Match:
     """A template being matched: the View in each slot so far."""
 
-    __slots__ = ("template", "filled", "live", "new", "laid_out", "changed")
+    __slots__ = ("template", "filled", "live", "laid_out", "changed")
 
     def __init__(self, template: Template, live: bool):
         self.template = template
         self.filled = [None] * len(template.views)
         self.live = live  # escaped memory exists now: a View is asked once, when it fills its slot
-        self.new = False  # a new View fills a slot
         self.laid_out = False  # the new Views overlap one another and the rest as the template's did (a replay's
         # memory made anew in the same layout, kfuse/capturing.py)
         self.changed = None  # the slots whose View is not the template's, once asked (``changed_slots``)
+
+    @property
+    def new(self) -> bool:
+        """Whether a new View fills a slot (once every slot is filled)."""
+        return bool(self.changed_slots())
 
     def takes(self, step: Step, kwargs: dict) -> bool:
         """Whether ``kwargs`` are the step's (module docstring); slots are filled only if they are."""
@@ -222,7 +226,6 @@ class _Match:
             if not template.disjoint and template.layout is None or type(got) is not _View \
                     or (got.sig, got.shape, got.strides) != template.kinds[slot]:
                 return False
-            self.new = True
         if self.live and got.escaped(template.writes[slot]):
             return False
         self.filled[slot] = got
@@ -274,7 +277,8 @@ class _Match:
         return _disjoint(filled) if template.disjoint else _layout(filled) == template.layout
 
     def changed_slots(self) -> list:
-        """The slots whose View is not the one of the template's last run."""
+        """The slots whose View is not the one of the template's last run (asked once every slot is filled: the
+        answer is kept)."""
         if self.changed is None:
             self.changed = [slot for slot, (view, last) in enumerate(zip(self.filled, self.template.views))
                             if view is not last]
@@ -737,7 +741,6 @@ class Rerun:
             futures[k] = Future(steps[k].prepared.spec.accs[0], rt.resolve)
         match = _Match(template, False)
         match.filled[:] = filled
-        match.new = bool(match.changed_slots())
         match.laid_out = laid_out
         self.alive, self.matched, self.first_call, self.timing = [match], len(steps), rt.calls_made + 1, False
         rt.calls_made += len(steps)

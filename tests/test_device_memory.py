@@ -398,16 +398,22 @@ def test_device_buffers_of_dropped_views_are_reused_not_freed(fake_gpu, mode, mo
     assert calls == {"malloc": 3, "free": 3}  # two spares freed, then the new buffer at once
 
 
-def test_a_replay_patches_only_its_new_result_pointers_into_the_kept_device_buffers(fake_gpu, monkeypatch):
+@pytest.fixture
+def packs(monkeypatch) -> list:
+    """One entry per time a kept GPU launch packs its argument buffer anew (runtime/launch.py ``KeptDeviceBuffer``)."""
+    from kfuse.runtime import launch
+
+    packs: list = []
+    real = launch.KeptDeviceBuffer.pack
+    monkeypatch.setattr(launch.KeptDeviceBuffer, "pack", lambda self, *a: packs.append(1) or real(self, *a))
+    return packs
+
+
+def test_a_replay_patches_only_its_new_result_pointers_into_the_kept_device_buffers(fake_gpu, packs):
     """A captured function whose result is new memory at every call: each replay's kept launches keep their device
     argument buffers and take just the new Views' device addresses into their pointer slots (runtime/launch.py
     ``KeptDeviceBuffer.move``), so once settled nothing packs; every call's result is memory of its own, and each
     follows NumPy, also after a host write makes an input's device copy stale (which packs again)."""
-    from kfuse.runtime import launch
-
-    packs = []
-    real = launch.KeptDeviceBuffer.pack
-    monkeypatch.setattr(launch.KeptDeviceBuffer, "pack", lambda self, *a: packs.append(1) or real(self, *a))
 
     @pk.capture
     def step(x, y):
@@ -436,15 +442,10 @@ def test_a_replay_patches_only_its_new_result_pointers_into_the_kept_device_buff
     assert pk.stats()["calls_captured"] > 0
 
 
-def test_a_replay_reuses_its_device_argument_buffer_until_a_view_changes_on_the_host(fake_gpu, monkeypatch):
+def test_a_replay_reuses_its_device_argument_buffer_until_a_view_changes_on_the_host(fake_gpu, packs):
     """A captured function's kept launches on a GPU keep their packed device pointers (runtime/launch.py
     ``KeptDeviceBuffer``) while their Views' device copies stay current; a host write to an argument makes its
     copy stale, and the next replay packs again, copying the new values over first: results follow NumPy."""
-    from kfuse.runtime import launch
-
-    packs = []
-    real = launch.KeptDeviceBuffer.pack
-    monkeypatch.setattr(launch.KeptDeviceBuffer, "pack", lambda self, *a: packs.append(1) or real(self, *a))
 
     @pk.capture
     def step(x, y, z):

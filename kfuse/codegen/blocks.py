@@ -113,10 +113,10 @@ def leading_loads(kernel: ir.Kernel, index: str, bounds_check: bool) -> LeadingL
     statement, one that assigns the thread index, or one with effects or a checked division) and the rank-1 Views
     they read at the thread index whatever the data: a store's value and indices are read before it stores.
     None of them under ``bounds_check``: checked loads stay where the body has them."""
-    views: list = []
-    count = 0
     if bounds_check:
         return LeadingLoads(index, (), 0)
+    views: list = []
+    count = 0
     for stmt in kernel.body:
         stores = isinstance(stmt, ir.Store)
         if not (stores or isinstance(stmt, (ir.Assign, ir.Accumulate))) or getattr(stmt, "name", None) == index:
