@@ -71,15 +71,18 @@ def _flag(raw: str) -> bool:
     return raw.lower() in ("1", "on", "true", "yes")
 
 
-def _profit_mode(raw: str) -> str:
-    """KFUSE_PROFIT's value, one of ``PROFIT_MODES``."""
-    mode = raw.lower()
-    if mode not in PROFIT_MODES:
-        raise ValueError(f"KFUSE_PROFIT={raw!r}: expected one of {', '.join(PROFIT_MODES)}")
-    return mode
+def _one_of(name: str, modes: tuple) -> Callable[[str], str]:
+    """A parser of setting ``name``'s value, which must be one of ``modes`` (any case)."""
+    def parse(raw: str) -> str:
+        mode = raw.lower()
+        if mode not in modes:
+            raise ValueError(f"{name}={raw!r}: expected one of {', '.join(modes)}")
+        return mode
+    return parse
 
 
 PROFIT_MODES = ("off", "model", "measure")
+ALIGN_MODES = ("device", "all", "none")
 
 
 def data_home() -> Path:
@@ -129,11 +132,17 @@ PROFIT = Setting(
     "fuser forms; model declines a group whose kernel would take longer to compile than it saves on the runs seen "
     "so far (fuser/cost.py); measure applies the model, then times a group that recurs fused and unfused on its "
     "first occurrences and keeps the faster, per group signature, in memory and in the cache folder.", False,
-    _profit_mode)
+    _one_of("KFUSE_PROFIT", PROFIT_MODES))
 PROFIT_TRIALS = Setting(
     "KFUSE_PROFIT_TRIALS", "3", "Occurrences of a group timed each way (fused, members apart, alternately) before "
     "KFUSE_PROFIT=measure decides, and repetitions of a repeated flush (rerun, untraced); up to three times as many "
     "while the two are within 5%. The best time of each side is compared.", False, int)
+ALIGN_VIEWS = Setting(
+    "KFUSE_ALIGN_VIEWS", "device", "Whether calls that reach one memory through different Views fuse where the Views' "
+    "elements line up thread by thread (a matrix's columns written, its rows then read; kfuse/fuser/planner.py "
+    "_aligned): device fuses them in partitions whose calls all run on a GPU, where the launch saved is host time a "
+    "replay is bound by; all on every space (on the host such a join measured slower than the launch it saves); "
+    "none never.", False, _one_of("KFUSE_ALIGN_VIEWS", ALIGN_MODES))
 MAX_LOADED_KERNELS = Setting(
     "KFUSE_MAX_LOADED_KERNELS", "1024", "Kernel libraries kept loaded; loading one more unloads the least recently "
     "launched, which loads again at its next launch (each library costs about 5 of the process's ~65,000 memory "

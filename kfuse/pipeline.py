@@ -46,12 +46,12 @@ def schedule(rt, calls: list, fuse: bool) -> tuple:
     off, or one call) there is nothing to decide and no graph is built (None)."""
     if not fuse or len(calls) < 2:
         return Replay(None, planner.unfused(len(calls)), ()), ""
-    bound = config.MAX_GROUP.get()
-    signature = replay.signature(calls, bound)
+    bound, align = config.MAX_GROUP.get(), config.ALIGN_VIEWS.get()
+    signature = replay.signature(calls, bound, align)
     found = rt.replays.get(signature) if signature is not None else None
     if found is not None:
         return found, "replayed"
-    graph = graphs.of(calls)
+    graph = graphs.of(calls, align)
     plan = rt.plans.get((bound, graph))
     how = "cached" if plan is not None else ""
     if plan is None:

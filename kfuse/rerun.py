@@ -126,17 +126,19 @@ class Template:
     trial: untraced.Trial | None  # rerun or run untraced (module docstring), for a partition that is the whole flush
 
 
-_WATCHED = config.Watch(config.MAX_GROUP, config.PROFIT, config.TRANSFORMS)
+_WATCHED = config.Watch(config.MAX_GROUP, config.PROFIT, config.TRANSFORMS, config.ALIGN_VIEWS)
 _known: list = [None, None, None]  # the watched raw values, a runtime's transform set, and the settings they give
 
 
 def _settings(rt) -> tuple:
-    """What ``rt``'s plans and kernels are made under: KFUSE_MAX_GROUP, KFUSE_PROFIT and the transform set (read
-    again only when the environment or the runtime's choice changed: every repetition asks)."""
+    """What ``rt``'s plans and kernels are made under: KFUSE_MAX_GROUP, KFUSE_PROFIT, the transform set and
+    KFUSE_ALIGN_VIEWS (read again only when the environment or the runtime's choice changed: every repetition
+    asks)."""
     raw, chosen = _WATCHED.now(), rt.transforms
     if chosen is not _known[1] or raw != _known[0]:
         _known[:] = raw, chosen, (config.MAX_GROUP.get(), config.PROFIT.get(),
-                                  chosen if chosen is not None else transforms.from_environment())
+                                  chosen if chosen is not None else transforms.from_environment(),
+                                  config.ALIGN_VIEWS.get())
     return _known[2]
 
 

@@ -165,6 +165,7 @@ def stand_in_gpu():
     if not _STAND_IN_GPU_BACKEND:
         _STAND_IN_GPU_BACKEND.append(KokkosBackend())
     from kfuse import views
+    from kfuse.fuser import graph as graphs
     from kfuse.ops import _common
 
     with pytest.MonkeyPatch.context() as patch:
@@ -174,6 +175,7 @@ def stand_in_gpu():
         patch.setattr(_common, "on_device", gpu.on_device)
         patch.setattr(_common, "_ON_DEVICE", {})
         patch.setattr(views, "on_device", gpu.on_device)
+        patch.setattr(graphs, "on_device", gpu.on_device)  # KFUSE_ALIGN_VIEWS=device lines up Views there
         with context.installed(engine.Runtime(backend=_STAND_IN_GPU_BACKEND[0])) as runtime:
             runtime.default_space = spaces.ExecutionSpace.OpenMP
             yield runtime

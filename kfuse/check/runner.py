@@ -39,7 +39,8 @@ class Mode:
     filled on the device, ``views.constant``), so the paths that drop that knowledge run on the host too.
     ``host_elements``: KFUSE_HOST_ELEMENTS (None: as the environment says); eager runs every array operation
     through its kernel, so the other modes' small operations done by NumPy (kfuse/ops/on_host.py) are checked
-    against the kernels bit for bit."""
+    against the kernels bit for bit. ``align``: KFUSE_ALIGN_VIEWS (None: as the environment says); "all" fuses
+    different Views of one memory lined up thread by thread on the host too, which by default only GPUs do."""
 
     name: str
     trace: bool = False
@@ -49,20 +50,22 @@ class Mode:
     trials: int | None = None
     known_contents: bool = False
     host_elements: int | None = None
+    align: str | None = None
     captured: int = 0  # > 0: each program is this many runs of one program in a row, and each sequence of two or
     # more calls with constant scalars within a run is one ``pk.capture``d function
 
 
 EAGER = Mode("eager", host_elements=0)
 TRACED = Mode("traced", trace=True)
-FUSED = Mode("fused", trace=True, fuse=True, profit="off")  # every group the fuser forms runs fused
+FUSED = Mode("fused, KFUSE_ALIGN_VIEWS=all", trace=True, fuse=True, profit="off",
+             align="all")  # every group the fuser forms runs fused
 # A case whose steps repeat: occurrence 1 of a group runs fused, occurrence 2 apart, then the faster way (the
 # worker's runtime keeps decisions from case to case, so later cases also run decided groups).
 TWICE = Mode("fused, each program twice in a row, KFUSE_PROFIT=measure, contents known", trace=True, fuse=True,
              profit="measure", trials=1, known_contents=True)
 # A case run four times in a row with its runs of calls captured: later runs replay them (kfuse/capturing.py).
-CAPTURED = Mode("fused, each program four times in a row, its sequences of calls captured",
-                trace=True, fuse=True, profit="off", captured=4)
+CAPTURED = Mode("fused, each program four times in a row, its sequences of calls captured, KFUSE_ALIGN_VIEWS=all",
+                trace=True, fuse=True, profit="off", captured=4, align="all")
 
 
 def modes_for(case: Case) -> list:
@@ -310,7 +313,8 @@ def run(case: Case, mode: Mode = EAGER) -> Run:
         raise RuntimeError("kfuse.check runs need tracing off at the start (is KFUSE_FUSION=1 set?)")
     with failing_compiles(), config.overridden(config.MAX_TRACE, mode.max_trace), \
             config.overridden(config.PROFIT, mode.profit), config.overridden(config.PROFIT_TRIALS, mode.trials), \
-            config.overridden(config.HOST_ELEMENTS, mode.host_elements), _contents_known(mode.known_contents):
+            config.overridden(config.HOST_ELEMENTS, mode.host_elements), _contents_known(mode.known_contents), \
+            config.overridden(config.ALIGN_VIEWS, mode.align):
         states = [_State() for _ in case.threads]
         if mode.trace:
             pk.enable_fusion(trace_only=not mode.fuse)

@@ -144,7 +144,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         "  using member_type = Kokkos::TeamPolicy<KfExec>::member_type;",
         *members,
         value_type.rstrip("\n"),
-        f"  KOKKOS_INLINE_FUNCTION void operator()({', '.join(sig)}) const {{",
+        f"  KOKKOS_FORCEINLINE_FUNCTION void operator()({', '.join(sig)}) const {{",
         *preamble,
         *body_lines,
         "  }",
@@ -268,7 +268,7 @@ def _body_function(spec, index_names, acc_names, restrict, body_lines, loaded: b
         else:
             params.append(f"const {cpp_type(t)}& {c}" if t.is_view else f"{t.dtype.cpp} {c}")
             call.append(c)
-    function = [f"KOKKOS_INLINE_FUNCTION void kf_body({', '.join(params)}) {{", *body_lines, "}"]
+    function = [f"KOKKOS_FORCEINLINE_FUNCTION void kf_body({', '.join(params)}) {{", *body_lines, "}"]
     return function, [f"    kf_body({', '.join(call)});"]
 
 

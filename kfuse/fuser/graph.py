@@ -3,8 +3,9 @@
 Each call becomes a ``Node``: its kernel (a process-unique number and the safety analysis of its
 specialisation), its policy, which storage each View argument is, the values of the scalars the analysis
 depends on, and which earlier calls' Futures it takes. Storages are numbered in order of first use
-(Views with the same pointer, extents, strides and element type are one storage), and which storages'
-bytes intersect (``Graph.overlap``). Nothing in a graph refers to memory addresses, so an
+(Views with the same pointer, extents, strides and element type are one storage), which storages'
+bytes intersect (``Graph.overlap``), and where a storage that shares a run of memory with others lies in it
+(``Graph.frames``: how its elements line up with theirs). Nothing in a graph refers to memory addresses, so an
 equal graph means an equal plan: the graph itself is the plan cache's key, and tests can write graphs by
 hand (tests/test_schedule.py) without Views, compilers or kernels.
 """
@@ -16,6 +17,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..spaces import on_device
 from ..views import apart, lattice, storage_key
 from .safety import pattern_of
 
@@ -51,6 +53,9 @@ class Graph:
     # each node's safety analysis (fuser/safety.py); a function of its kernel number, so not part of the key
     patterns: tuple = field(default=(), compare=False, repr=False)
     extents: tuple = ()
+    # per storage, None, or where one of a cluster of several lies in it (``Frame``): the planner lines up two
+    # different Views of one memory by it (fuser/planner.py ``_aligned``)
+    frames: tuple = ()
 
     def overlap(self, a: int, b: int) -> bool:
         if self.extents:
@@ -74,6 +79,34 @@ class Graph:
         pairs = tuple((numbers[a], numbers[b]) for i, a in enumerate(present) for b in present[i + 1:]
                       if self.overlap(a, b))
         return storages, tuple(sorted(pairs))
+
+
+class Frame(NamedTuple):
+    """A View's place in its cluster of memory: its first element's byte offset from the cluster's first byte, its
+    extents, its strides in bytes and its element size. Offsets from the cluster's first byte keep the graph free of
+    addresses."""
+
+    start: int
+    shape: tuple
+    strides: tuple
+    itemsize: int
+
+    def row(self, dim: int) -> tuple | None:
+        """(stride, row) where the View's elements lie in rows of ``stride`` bytes (its byte stride along ``dim``)
+        counted from the cluster's first byte, index ``x`` along ``dim`` in row ``row + x`` whatever its other
+        indices: each element's bytes lie in that row (its other dimensions' reach and its own size fit between
+        its start and the row's end). None where they do not, or ``dim`` does not step forward."""
+        stride = self.strides[dim]
+        if stride <= 0:
+            return None
+        low = high = self.start % stride
+        for d, (n, step) in enumerate(zip(self.shape, self.strides)):
+            if d != dim:
+                reach = (n - 1) * step
+                low, high = low + min(reach, 0), high + max(reach, 0)
+        if low < 0 or high + self.itemsize > stride:
+            return None
+        return stride, self.start // stride
 
 
 def static(prepared) -> tuple:
@@ -107,11 +140,13 @@ def policy_key(policy) -> tuple:
     return kind, policy.bounds
 
 
-def of(calls) -> Graph:
-    """The graph of ``calls`` (a partition, in trace order)."""
+def of(calls, align: str = "none") -> Graph:
+    """The graph of ``calls`` (a partition, in trace order); with the storages' frames where ``align``
+    (config.ALIGN_VIEWS's value) lets the planner line up different Views of one memory in it."""
     storages: dict = {}
     memory = []  # per storage, in numbering order: its byte bounds
     lattices = []  # and its (byte step, element size)
+    places = []  # and its (pointer, extents, strides in elements, element size)
     position = {id(c): i for i, c in enumerate(calls)}
     nodes, patterns = [], []
     for call in calls:
@@ -126,6 +161,7 @@ def of(calls) -> Graph:
                     storage = storages[key] = len(storages)
                     memory.append(value.bounds)
                     lattices.append(lattice(value))
+                    places.append((value.ptr, value.shape, value.strides, value.dtype.np.itemsize))
                 views.append((param, storage))
             elif param in pattern.offset_params:
                 offsets.append((param, None if value is None else int(value)))
@@ -134,29 +170,50 @@ def of(calls) -> Graph:
         nodes.append(Node(kernel, kernel_name, space, kind, bounds, tuple(views), tuple(offsets), producers, helpers,
                           prepared.spec.op, size))
         patterns.append(pattern)
-    return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory, lattices))
+    clusters = _clusters(memory)
+    aligned = align == "all" or align == "device" and all(on_device(n.space) for n in nodes)
+    return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory, lattices, clusters),
+                 frames=_frames(clusters, memory, places) if aligned else ())
 
 
-def _ranks(memory: list, lattices: list) -> tuple:
-    """Each storage's byte bounds as (cluster, rank of lo, rank of hi, step, element size, phase): a cluster is a
-    run of storages whose bounds chain into each other (numbered by its first storage), ranks count among the
-    cluster's own bounds, and the phase is its first byte's distance from the cluster's first byte modulo its step.
-    Storages of different clusters never overlap, and within one the order of bounds and the lattices decide every
-    overlap, so the overlaps are kept while addresses, and the order of unrelated arrays in memory, are not."""
-    order = sorted((lo, hi, s) for s, (lo, hi) in enumerate(memory) if lo < hi)
-    cluster_of, clusters, reach = {}, [], None
-    for lo, hi, s in order:
+def _clusters(memory: list) -> list:
+    """Runs of storages whose byte bounds chain into each other (lists of storage numbers, each in order of its
+    first byte); empty storages are in none."""
+    clusters, reach = [], None
+    for lo, hi, s in sorted((lo, hi, s) for s, (lo, hi) in enumerate(memory) if lo < hi):
         if reach is None or lo >= reach:
             clusters.append([])
             reach = hi
         reach = max(reach, hi)
         clusters[-1].append(s)
-        cluster_of[s] = len(clusters) - 1
-    firsts = {c: min(members) for c, members in enumerate(clusters)}
-    local = {}
+    return clusters
+
+
+def _frames(clusters: list, memory: list, places: list) -> tuple:
+    """Each storage's ``Frame`` where it shares a cluster with other storages, else None: a storage alone in its
+    memory needs none, and leaving it out keeps graphs equal for equal calls on memory laid out anew."""
+    frames = [None] * len(memory)
     for members in clusters:
+        if len(members) > 1:
+            start = memory[members[0]][0]
+            for s in members:
+                ptr, shape, strides, size = places[s]
+                frames[s] = Frame(ptr - start, shape, tuple(t * size for t in strides), size)
+    return tuple(frames)
+
+
+def _ranks(memory: list, lattices: list, clusters: list | None = None) -> tuple:
+    """Each storage's byte bounds as (cluster, rank of lo, rank of hi, step, element size, phase): a cluster is a
+    run of storages whose bounds chain into each other (``_clusters``, numbered by its first storage), ranks count
+    among the cluster's own bounds, and the phase is its first byte's distance from the cluster's first byte modulo
+    its step. Storages of different clusters never overlap, and within one the order of bounds and the lattices
+    decide every overlap, so the overlaps are kept while addresses, and the order of unrelated arrays in memory,
+    are not."""
+    local = {}
+    for members in _clusters(memory) if clusters is None else clusters:
+        first = min(members)
         rank = {b: r for r, b in enumerate(sorted({b for s in members for b in memory[s]}))}
-        start = min(memory[s][0] for s in members)
-        local.update({s: (rank[memory[s][0]], rank[memory[s][1]], *lattices[s],
+        start = memory[members[0]][0]
+        local.update({s: (first, rank[memory[s][0]], rank[memory[s][1]], *lattices[s],
                           (memory[s][0] - start) % lattices[s][0]) for s in members})
-    return tuple((firsts[cluster_of[s]], *local[s]) if s in local else (s, 0, 0, 1, 1, 0) for s in range(len(memory)))
+    return tuple(local.get(s, (s, 0, 0, 1, 1, 0)) for s in range(len(memory)))

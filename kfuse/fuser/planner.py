@@ -442,8 +442,14 @@ def pair_conflict(graph: Graph, first: int, second: int) -> Reason | None:
                 continue
             label = na if na == nb else f"{na}/{nb}"
             if sa != sb:
-                return Reason(Split.ALIASED_VIEWS, f"'{label}' share memory through different views (e.g. a "
-                                                   "subview), cannot align elements")
+                if not graph.frames:
+                    return Reason(Split.ALIASED_VIEWS, f"'{label}' share memory through different views (e.g. a "
+                                                       "subview), lined up element by element only where "
+                                                       "KFUSE_ALIGN_VIEWS allows (by default on GPUs)")
+                if ma.opaque or mb.opaque or not _aligned((a, ma, graph.frames[sa]), (b, mb, graph.frames[sb])):
+                    return Reason(Split.ALIASED_VIEWS, f"'{label}' share memory through different views (e.g. a "
+                                                       "subview), cannot align elements")
+                continue
             for m in (ma, mb):
                 if m.opaque:
                     return Reason(Split.OPAQUE, f"unsafe access to '{label}': {m.opaque}")
@@ -458,6 +464,31 @@ def pair_conflict(graph: Graph, first: int, second: int) -> Reason | None:
                             return Reason(Split.NOT_THREAD_LOCAL, _unsafe_text(label, node, text, seen, k))
                         seen.append((node.name, text))
     return None
+
+
+def _aligned(first: tuple, second: tuple) -> bool:
+    """Whether two different Views of one memory, each (node, its ParamPattern, its Frame) in a rank-1 call, line
+    up thread by thread: each View's every access indexes one same dimension by the thread index plus one same
+    offset, along which the View's elements lie in rows of one byte stride (``Frame.row``: a matrix's rows, its
+    columns' elements, a 1-D subview's), and thread ``t`` of both reaches the same row. An element's bytes then lie
+    in its thread's row, so two threads never share a byte: a column's writes ``jll[:, c][i]`` and the row's reads
+    ``jll[i, j]`` fuse, a subview read one element off its writer's does not."""
+    if len(first[0].bounds) != 1:
+        return False
+    rows = []
+    for node, pattern, frame in (first, second):
+        if frame is None:
+            return False
+        if not pattern.accesses:
+            return not (pattern.read or pattern.write)  # no element reached through this View: nothing to line up
+        values = dict(node.offsets)
+        found = set()
+        for dim, off in frozenset.intersection(*(row[0] for row, _ in pattern.accesses)):
+            place, offset = frame.row(dim), _resolve(off, values)
+            if place is not None and isinstance(offset, int):
+                found.add((place[0], place[1] + offset))
+        rows.append(found)
+    return bool(rows[0] & rows[1])
 
 
 def _resolve(off, values: dict):

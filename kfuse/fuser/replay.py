@@ -48,11 +48,11 @@ def _layout(prepared) -> tuple:
     return found
 
 
-def signature(calls: list, bound: int) -> tuple | None:
-    """A flat tuple equal for two partitions only if their graphs are equal and their scalars are equal in the
-    same pattern (the specialisation at the head of each call's part fixes how many values follow it); None
-    when a call takes a Future."""
-    parts = [bound]
+def signature(calls: list, bound: int, align: str = "none") -> tuple | None:
+    """A flat tuple equal for two partitions only if their graphs are equal (made under ``align``, graph.of) and
+    their scalars are equal in the same pattern (the specialisation at the head of each call's part fixes how many
+    values follow it); None when a call takes a Future."""
+    parts = [bound, align]
     append = parts.append
     classes: dict = {}
     number = classes.setdefault
