@@ -82,7 +82,7 @@ def _one_of(name: str, modes: tuple) -> Callable[[str], str]:
 
 
 PROFIT_MODES = ("off", "model", "measure")
-ALIGN_MODES = ("device", "all", "none")
+ALIGN_MODES = ("none", "device", "all")
 
 
 def data_home() -> Path:
@@ -138,11 +138,11 @@ PROFIT_TRIALS = Setting(
     "KFUSE_PROFIT=measure decides, and repetitions of a repeated flush (rerun, untraced); up to three times as many "
     "while the two are within 5%. The best time of each side is compared.", False, int)
 ALIGN_VIEWS = Setting(
-    "KFUSE_ALIGN_VIEWS", "device", "Whether calls that reach one memory through different Views fuse where the Views' "
+    "KFUSE_ALIGN_VIEWS", "none", "Whether calls that reach one memory through different Views fuse where the Views' "
     "elements line up thread by thread (a matrix's columns written, its rows then read; kfuse/fuser/planner.py "
-    "_aligned): device fuses them in partitions whose calls all run on a GPU, where the launch saved is host time a "
-    "replay is bound by; all on every space (on the host such a join measured slower than the launch it saves); "
-    "none never.", False, _one_of("KFUSE_ALIGN_VIEWS", ALIGN_MODES))
+    "_aligned): none never (the default: the one workload measured, GaussianNB's array code, ran slower so on the host "
+    "and on a GPU); device in partitions whose calls all run on a GPU, where a launch saved is host time; all on every "
+    "space.", False, _one_of("KFUSE_ALIGN_VIEWS", ALIGN_MODES))
 MAX_LOADED_KERNELS = Setting(
     "KFUSE_MAX_LOADED_KERNELS", "1024", "Kernel libraries kept loaded; loading one more unloads the least recently "
     "launched, which loads again at its next launch (each library costs about 5 of the process's ~65,000 memory "

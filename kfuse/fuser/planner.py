@@ -445,7 +445,7 @@ def pair_conflict(graph: Graph, first: int, second: int) -> Reason | None:
                 if not graph.frames:
                     return Reason(Split.ALIASED_VIEWS, f"'{label}' share memory through different views (e.g. a "
                                                        "subview), lined up element by element only where "
-                                                       "KFUSE_ALIGN_VIEWS allows (by default on GPUs)")
+                                                       "KFUSE_ALIGN_VIEWS allows (off by default)")
                 if ma.opaque or mb.opaque or not _aligned((a, ma, graph.frames[sa]), (b, mb, graph.frames[sb])):
                     return Reason(Split.ALIASED_VIEWS, f"'{label}' share memory through different views (e.g. a "
                                                        "subview), cannot align elements")
