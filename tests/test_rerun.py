@@ -850,25 +850,28 @@ def test_the_settings_a_repetition_is_compared_under_follow_the_environment_and_
     """``rerun._settings`` reads the settings again only when their raw environment values or the runtime's
     transform set changed; every such change shows in its answer, as reading each setting would."""
     rt = context.current()
-    monkeypatch.delenv("KFUSE_MAX_GROUP", raising=False)
-    monkeypatch.delenv("KFUSE_TRANSFORMS", raising=False)
+    for name in ("KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS", "KFUSE_ALIGN_VIEWS"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KFUSE_PROFIT", "measure")
+    everything = frozenset(transforms.NAMES)
     default = rerun._settings(rt)
-    assert default == (config.MAX_GROUP.get(), "measure", frozenset(transforms.NAMES))
+    assert default == (config.MAX_GROUP.get(), "measure", everything, "none")
     monkeypatch.setenv("KFUSE_MAX_GROUP", "3")
-    assert rerun._settings(rt) == (3, "measure", frozenset(transforms.NAMES))
+    assert rerun._settings(rt) == (3, "measure", everything, "none")
     monkeypatch.setenv("KFUSE_PROFIT", "off")
-    assert rerun._settings(rt) == (3, "off", frozenset(transforms.NAMES))
+    assert rerun._settings(rt) == (3, "off", everything, "none")
+    monkeypatch.setenv("KFUSE_ALIGN_VIEWS", "all")
+    assert rerun._settings(rt) == (3, "off", everything, "all")
     monkeypatch.setenv("KFUSE_TRANSFORMS", "args,loops")
-    assert rerun._settings(rt) == (3, "off", frozenset({"args", "loops"}))
+    assert rerun._settings(rt) == (3, "off", frozenset({"args", "loops"}), "all")
     pk.set_transforms(["restrict"])
     try:
-        assert rerun._settings(rt) == (3, "off", frozenset({"restrict"}))
+        assert rerun._settings(rt) == (3, "off", frozenset({"restrict"}), "all")
     finally:
         pk.set_transforms(None)
     monkeypatch.setenv("KFUSE_TRANSFORMS", "none")
-    assert rerun._settings(rt) == (3, "off", frozenset())
-    monkeypatch.delenv("KFUSE_MAX_GROUP")
-    monkeypatch.delenv("KFUSE_TRANSFORMS")
+    assert rerun._settings(rt) == (3, "off", frozenset(), "all")
+    for name in ("KFUSE_MAX_GROUP", "KFUSE_TRANSFORMS", "KFUSE_ALIGN_VIEWS"):
+        monkeypatch.delenv(name)
     monkeypatch.setenv("KFUSE_PROFIT", "measure")
     assert rerun._settings(rt) == default
