@@ -40,7 +40,7 @@ class Mode:
     ``host_elements``: KFUSE_HOST_ELEMENTS (None: as the environment says); eager runs every array operation
     through its kernel, so the other modes' small operations done by NumPy (kfuse/ops/on_host.py) are checked
     against the kernels bit for bit. ``align``: KFUSE_ALIGN_VIEWS (None: as the environment says); "all" fuses
-    different Views of one memory lined up thread by thread on the host too, which by default only GPUs do."""
+    different Views of one memory lined up thread by thread, on the host too (off by default)."""
 
     name: str
     trace: bool = False
