@@ -146,7 +146,7 @@ def of(calls, align: str = "none") -> Graph:
     storages: dict = {}
     memory = []  # per storage, in numbering order: its byte bounds
     lattices = []  # and its (byte step, element size)
-    places = []  # and its (pointer, extents, strides in elements, element size)
+    firsts = []  # and its first View
     position = {id(c): i for i, c in enumerate(calls)}
     nodes, patterns = [], []
     for call in calls:
@@ -161,7 +161,7 @@ def of(calls, align: str = "none") -> Graph:
                     storage = storages[key] = len(storages)
                     memory.append(value.bounds)
                     lattices.append(lattice(value))
-                    places.append((value.ptr, value.shape, value.strides, value.dtype.np.itemsize))
+                    firsts.append(value)
                 views.append((param, storage))
             elif param in pattern.offset_params:
                 offsets.append((param, None if value is None else int(value)))
@@ -173,7 +173,7 @@ def of(calls, align: str = "none") -> Graph:
     clusters = _clusters(memory)
     aligned = align == "all" or align == "device" and all(on_device(n.space) for n in nodes)
     return Graph(tuple(nodes), patterns=tuple(patterns), extents=_ranks(memory, lattices, clusters),
-                 frames=_frames(clusters, memory, places) if aligned else ())
+                 frames=_frames(clusters, memory, firsts) if aligned else ())
 
 
 def _clusters(memory: list) -> list:
@@ -189,7 +189,7 @@ def _clusters(memory: list) -> list:
     return clusters
 
 
-def _frames(clusters: list, memory: list, places: list) -> tuple:
+def _frames(clusters: list, memory: list, firsts: list) -> tuple:
     """Each storage's ``Frame`` where it shares a cluster with other storages, else None: a storage alone in its
     memory needs none, and leaving it out keeps graphs equal for equal calls on memory laid out anew."""
     frames = [None] * len(memory)
@@ -197,8 +197,9 @@ def _frames(clusters: list, memory: list, places: list) -> tuple:
         if len(members) > 1:
             start = memory[members[0]][0]
             for s in members:
-                ptr, shape, strides, size = places[s]
-                frames[s] = Frame(ptr - start, shape, tuple(t * size for t in strides), size)
+                view = firsts[s]
+                size = view.dtype.np.itemsize
+                frames[s] = Frame(view.ptr - start, view.shape, tuple(t * size for t in view.strides), size)
     return tuple(frames)
 
 
