@@ -309,7 +309,9 @@ class _Match:
         this)."""
         template, filled = self.template, self.filled
         template.views[:] = filled
-        template.pointers[:] = [v.ptr for v in filled]
+        pointers = template.pointers  # (a same View's is unchanged: ``valid`` saw no resize, or its pointer again)
+        for slot in self.changed_slots():
+            pointers[slot] = filled[slot].ptr
         template.taken_at[0] = views.resize_count()
 
 
@@ -587,7 +589,8 @@ class Rerun:
         """At a host access: launch a complete match's kernels, or make a partial one trace entries."""
         start = rt.profit.clock()  # (a timed repetition counts its checks below too)
         match = next((m for m in self.alive if len(m.template.steps) == self.matched), None)
-        if match is None or not match.valid(rt) or any(profit.repaid(entry) for entry in match.template.waiting):
+        if match is None or not match.valid(rt) or \
+                (match.template.waiting and any(profit.repaid(entry) for entry in match.template.waiting)):
             self.materialize(rt.logged)
             return
         template = match.template

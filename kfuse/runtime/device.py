@@ -51,6 +51,7 @@ _mirrors: dict = {}  # root buffer address -> Mirror
 _spare: dict = {}  # nbytes -> device buffers of that size whose Views went, kept for the next mirror of that size
 _spare_bytes = 0
 _undefined: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id -> root array of undefined contents
+_staled = 0  # times a device copy a live View may hold was made stale ("host newer"): see ``epoch``
 
 
 def undefined(array: np.ndarray) -> None:
@@ -91,7 +92,8 @@ def _mirror_for(view) -> Mirror:
 
 def _owner_mirror(view) -> Mirror:
     root = memory_owner(view._array)
-    address = root.__array_interface__["data"][0]
+    # (a View's pointer is its array's data address; NumPy builds ``__array_interface__`` anew at each ask)
+    address = view.ptr if root is view._array else root.__array_interface__["data"][0]
     mirror = _mirrors.get(address)
     if mirror is None:
         nbytes = max(root.nbytes, 1)
@@ -149,7 +151,8 @@ def _free_spares() -> None:
 
 def forget(address: int) -> None:
     """The memory at ``address`` (a memory owner's) is handed out anew (kfuse/buffers.py): whatever its mirror held
-    is stale; the host's contents are the new owner's (undefined until written)."""
+    is stale; the host's contents are the new owner's (undefined until written). Not counted in ``epoch``: memory
+    is handed out anew only when no View holds it (buffers._free), so no View's pointers taken are of it."""
     if _mirrors:
         mirror = _mirrors.get(address)
         if mirror is not None:
@@ -158,6 +161,7 @@ def forget(address: int) -> None:
 
 def release_all() -> None:
     """Free every device buffer before Kokkos is finalised (at exit)."""
+    _stale()
     for address, mirror in list(_mirrors.items()):
         _mirrors.pop(address, None)
         _lib().kfuse_device_free(ctypes.c_void_p(mirror.device_ptr))
@@ -207,7 +211,26 @@ def pointers_taken(args, params) -> tuple | None:
     return tuple(taken)
 
 
-def still_current(taken: tuple) -> bool:
+def _stale() -> None:
+    global _staled
+    _staled += 1
+
+
+def epoch() -> int:
+    """A number that changes whenever ``still_current`` could turn false for Views whose pointers were taken: a
+    mirror made "host newer" (a host write, memory the program reaches directly), all mirrors freed, or a View
+    given new memory (``View.resize``). Mirrors made or released in between are of memory no such View holds
+    (it keeps its memory alive), so they do not count. Equal before and after: those Views are still current."""
+    return _staled + views.resize_count()
+
+
+def written(mirrors: tuple) -> None:
+    """What ``device_pointer`` does for Views still current that a launch writes: their mirrors "device newer"."""
+    for mirror in mirrors:
+        mirror.state = DEVICE
+
+
+def still_current(taken) -> bool:
     """Whether ``device_pointer`` would give each of ``taken``'s Views the address it gave before with nothing to
     copy: the View's memory and its mirror are the same, listed, and the device copy is current (not "host
     newer"). Then it does what ``device_pointer`` does for such a View: a written one's mirror is "device newer"."""
@@ -237,16 +260,17 @@ def _reachable(view, writes) -> bool:
     return view._array is not None and escape.live() and view.escaped(bool(writes))
 
 
-def _none_reachable(args) -> bool:
+def _none_reachable(args, plain: bool) -> bool:
     """Whether ``_reachable`` is false for every argument, known without asking each: no memory escaped and no
-    NumPy array is passed straight in."""
-    return not escape.live() and NumpyArgument not in map(type, args)
+    NumPy array is passed straight in (``plain``: the caller knows every View argument is a ``View``)."""
+    return not escape.live() and (plain or NumpyArgument not in map(type, args))
 
 
-def before_launch(args, writes) -> None:
+def before_launch(args, writes, plain: bool = False) -> None:
     """Memory the program reaches directly may have changed on the host since the last launch: its host
-    side is taken as current (after fetching what an earlier GPU kernel left on the device)."""
-    if _none_reachable(args):  # (every launch passes here)
+    side is taken as current (after fetching what an earlier GPU kernel left on the device). ``plain``: every
+    View argument is known to be a ``View`` (a kept argument buffer's launch: ``KeptDeviceBuffer.plain``)."""
+    if _none_reachable(args, plain):  # (every launch passes here)
         return
     for a, w in zip(args, writes):
         if isinstance(a, View) and _reachable(a, w):
@@ -254,6 +278,7 @@ def before_launch(args, writes) -> None:
             if mirror.state == DEVICE:
                 copy_back(a)
             mirror.state = HOST
+            _stale()
 
 
 def host_launch(args, writes) -> None:
@@ -266,9 +291,9 @@ def host_launch(args, writes) -> None:
             host_access(a, bool(w))
 
 
-def after_launch(args, writes) -> None:
+def after_launch(args, writes, plain: bool = False) -> None:
     """Bring results in memory the program reaches directly back at once (no barrier will)."""
-    if _none_reachable(args):
+    if _none_reachable(args, plain):
         return
     for a, w in zip(args, writes):
         if w and isinstance(a, View) and _reachable(a, w):
@@ -345,3 +370,4 @@ def host_access(view, write: bool, overwrite: bool = False) -> None:
         copy_back(view)
     if write:
         mirror.state = HOST
+        _stale()

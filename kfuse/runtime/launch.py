@@ -113,18 +113,19 @@ class CompiledKernel:
         timed launch's); the device runs queued kernels in order, and every copy between host and device, and
         ``pk.fence()``, waits for them first (kfuse_runtime), so only a caller that times the device must wait."""
         self.recent = True
+        kept = packed if type(packed) is KeptDeviceBuffer else None
         if self.on_device:
-            device.before_launch(args, self._writes)
+            device.before_launch(args, self._writes, kept is not None and kept.plain(args))
         else:
             device.host_launch(args, self._writes)
         fn = self._fn if wait or self._queued is None or profile is not None else self._queued
-        if type(packed) is KeptDeviceBuffer:
-            packed = packed.current(self, bounds, args)
+        if kept is not None:
+            packed = kept.current(self, bounds, args)
         rc = fn(self.pack(bounds, args) if packed is None else packed, self._out, _err, _errlen)
         if rc != 0 and rc != _KERNEL_FAULT:
             raise LaunchError(f"kernel '{self.name}' failed: {_err.value.decode(errors='replace')}")
-        if self.on_device:
-            device.after_launch(args, self._writes)  # also after a fault: the kernel ran and wrote
+        if self.on_device:  # (also after a fault: the kernel ran and wrote)
+            device.after_launch(args, self._writes, kept is not None and kept.taken is not None)
         if rc == _KERNEL_FAULT:
             fault = kernel_fault(_err.value.decode(errors="replace"), self.name)
             fault.results = self._unpack(self._out) if self._unpack else ()  # the launch ran to its end
@@ -170,10 +171,22 @@ class KeptDeviceBuffer:
     replay's new result memory: ``move``) take their device addresses again into their pointer slots, the rest of
     the buffer kept; anything else packs it again, through ``device_pointer``."""
 
-    __slots__ = ("buffer", "taken", "moved")
+    __slots__ = ("buffer", "taken", "moved", "epoch", "written")
 
     def __init__(self):
         self.buffer, self.taken, self.moved = None, None, frozenset()
+        self.epoch, self.written = None, ()  # ``device.epoch()`` when ``taken`` was last known current; its
+        # written Views' mirrors
+
+    def plain(self, args: tuple) -> bool:
+        """Whether every View argument is known to be a ``View`` (no NumPy array passed straight in): the buffer
+        took every View's pointer at its last launch (``taken``), and the Views moved since are checked."""
+        if self.taken is None:
+            return False
+        for position in self.moved:
+            if type(args[position]) is not View:
+                return False
+        return True
 
     def move(self, positions) -> None:
         """The Views at argument ``positions`` are new at the next launch."""
@@ -182,15 +195,25 @@ class KeptDeviceBuffer:
     def current(self, kernel: CompiledKernel, bounds: tuple, args: tuple):
         """The buffer for a launch over ``bounds`` with ``args``: kept, its moved pointers patched, or packed."""
         moved, self.moved = self.moved, frozenset()
-        if self.taken is not None and (self._repointed(kernel, args, moved) if moved else
-                                       device.still_current(self.taken)):
-            return self.buffer
+        if self.taken is not None:
+            if not moved and self.epoch == device.epoch():  # (what ``still_current`` would find, without asking)
+                device.written(self.written)
+                return self.buffer
+            if self._repointed(kernel, args, moved) if moved else device.still_current(self.taken):
+                self._known_current()
+                return self.buffer
         return self.pack(kernel, bounds, args)
 
     def pack(self, kernel: CompiledKernel, bounds: tuple, args: tuple):
         self.buffer = ctypes.create_string_buffer(kernel.pack(bounds, args))
         self.taken = device.pointers_taken(args, kernel.view_writes)
+        if self.taken is not None:
+            self._known_current()
         return self.buffer
+
+    def _known_current(self) -> None:
+        self.epoch = device.epoch()
+        self.written = tuple(mirror for _, _, mirror, writes in self.taken if writes)
 
     def _repointed(self, kernel: CompiledKernel, args: tuple, moved: frozenset) -> bool:
         """Patch the pointer slots of the Views at ``moved``, where each is a plain View of the shape and strides of
@@ -202,7 +225,7 @@ class KeptDeviceBuffer:
                 if type(view) is not View or view.shape != old.shape or view.strides != old.strides:
                     return False
                 entries.append(entry)
-        if not device.still_current(tuple(t for e, t in enumerate(taken) if e not in entries)):
+        if not device.still_current([t for e, t in enumerate(taken) if e not in entries]):
             return False
         for entry in entries:
             position, writes = kernel.view_writes[entry]
