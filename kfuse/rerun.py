@@ -45,7 +45,9 @@ whose launches runs calls fused runs untraced from the start (untraced.lone).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import compress, count
 from math import copysign
+from operator import is_not
 
 from . import config, escape, guard, untraced, views
 from .calls import KernelCall, runs_off_gpu
@@ -282,8 +284,7 @@ class _Match:
         """The slots whose View is not the one of the template's last run (asked once every slot is filled: the
         answer is kept)."""
         if self.changed is None:
-            self.changed = [slot for slot, (view, last) in enumerate(zip(self.filled, self.template.views))
-                            if view is not last]
+            self.changed = list(compress(count(), map(is_not, self.filled, self.template.views)))
         return self.changed
 
     def adopt(self) -> None:
