@@ -14,7 +14,7 @@ import kfuse as pk
 from .bench import fig2, numpy_refs, subjects
 from .bench.measure import fusion_mode, settle
 
-REPEAT = 9  # warm runs per case: its smallest case takes half a millisecond, where three medians wander by 2x
+REPEAT = 15  # warm runs per case and mode: its smallest case takes a fraction of a millisecond
 
 
 def _paper():
@@ -47,20 +47,21 @@ def _mvt():
 CASES = (("paper Fig. 2: add + mul", _paper), ("NSTREAM x50 (n=2^18)", _nstream), ("NPBench mvt (N=2500)", _mvt))
 
 
-def _timed(go, mode: str) -> tuple:
-    """(result, median seconds, kernel launches per run) under ``mode``, after one warm-up run (fused: after
-    the warm-up runs that build the fused kernels and settle the profitability decisions)."""
-    if mode == "o":
-        settle(go, "all")
-    times = []
+def _timed(go) -> dict:
+    """Per mode ("eager", "o": fused), (its last result, median seconds, kernel launches per run). Fused is settled
+    first (its fused kernels built, its profitability decided); then the two modes' runs alternate, so that the
+    machine's speed drifting (a few shared cores) weighs on both alike; each mode's first run is a warm-up."""
+    settle(go, "all")
+    seen: dict = {mode: [None, [], 0] for mode in ("eager", "o")}
     for _ in range(REPEAT + 1):
-        before = pk.stats()["kernels_launched"]
-        start = time.perf_counter()
-        with fusion_mode(mode, "all" if mode == "o" else None):
-            out = go()
-        times.append(time.perf_counter() - start)
-        launches = pk.stats()["kernels_launched"] - before
-    return out, statistics.median(times[1:]), launches
+        for mode, (_, times, _) in seen.items():
+            before = pk.stats()["kernels_launched"]
+            start = time.perf_counter()
+            with fusion_mode(mode, "all" if mode == "o" else None):
+                out = go()
+            times.append(time.perf_counter() - start)
+            seen[mode][0], seen[mode][2] = out, pk.stats()["kernels_launched"] - before
+    return {mode: (out, statistics.median(times[1:]), launches) for mode, (out, times, launches) in seen.items()}
 
 
 def _same(got, want) -> bool:
@@ -75,8 +76,8 @@ def main() -> int:
     for title, make in CASES:
         go, want = make()
         reference = want()
-        eager, t_eager, n_eager = _timed(go, "eager")
-        fused, t_fused, n_fused = _timed(go, "o")
+        timed = _timed(go)
+        (eager, t_eager, n_eager), (fused, t_fused, n_fused) = timed["eager"], timed["o"]
         ok = _same(eager, reference) and _same(fused, reference)
         failed |= not ok
         rows.append((title, t_eager, n_eager, t_fused, n_fused, ok))
@@ -86,7 +87,8 @@ def main() -> int:
     print(f"{'case':26} {'eager s':>9} {'launches':>8} {'fused s':>9} {'launches':>8} {'speedup':>8}  check")
     for title, te, ne, tf, nf, ok in rows:
         print(f"{title:26} {te:9.4f} {ne:8d} {tf:9.4f} {nf:8d} {te / tf:7.2f}x  {'PASS' if ok else 'FAIL'}")
-    print(f"\n(median of {REPEAT} warm runs each, wall time including Python; 'python -m kfuse.bench' measures more)")
+    print(f"\n(median of {REPEAT} warm runs each, eager and fused alternated, wall time including Python; "
+          "'python -m kfuse.bench' measures more)")
     return 1 if failed else 0
 
 
