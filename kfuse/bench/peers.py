@@ -8,8 +8,10 @@ model, examples/npbench/mvt.py's kernels, on a GPU its GPU-shaped ones), fused a
 version per workload, written once for any NumPy-like module ``xp`` (NPBench's NumPy mvt as it is): on a GPU space CuPy
 as it is, torch under ``torch.compile`` and JAX under ``jax.jit`` (float64), each when it is installed and sees a GPU
 (else the JSON says why it is missing); on a host space NumPy. Every run ends with its results computed on the device
-(kfuse: ``pk.fence()``, which copies nothing back; peers: their synchronize). Median of ``repeat`` runs after a warm-up
-that compiles; kfuse's first run is checked against NumPy running the peers' array code on the same inputs (``checks``;
+(kfuse: ``pk.fence()``, which copies nothing back; peers: their synchronize). Median of at least ``repeat`` runs after
+a warm-up that compiles, and of enough runs to fill ``measure.SAMPLE_S`` (up to ``measure.MOST_REPEATS``) except under
+``--smoke``: a sub-millisecond workload's median of 7 moved by up to 45% between two timings of one peer's same code
+on one host (torch.compile's GaussianNB, 0.100 and 0.145 ms, stop 47); kfuse's first run is checked against NumPy running the peers' array code on the same inputs (``checks``;
 the command fails if one differs).
 """
 from __future__ import annotations
@@ -31,7 +33,7 @@ import kfuse as pk
 
 from .. import config, spaces
 from . import numpy_refs, report, subjects
-from .measure import until_settled
+from .measure import MOST_REPEATS, SAMPLE_S, repeats_for, until_settled
 
 ITERATIONS = 50  # NSTREAM
 BABEL_ITERATIONS = 10
@@ -214,17 +216,19 @@ WORKLOADS = {"nstream": (_nstream, nstream_xp), "babelstream": (_babelstream, ba
 
 
 # --- timing ---------------------------------------------------------------------------------------------------
-def median_ms(run: Callable, repeat: int) -> float:
+def median_ms(run: Callable, repeat: int, sample: bool = True) -> float:
+    """Median ms of ``run`` over at least ``repeat`` timed runs, and with ``sample`` enough to fill SAMPLE_S."""
     run()  # warm-up: compiles, allocates
     times = []
-    for _ in range(repeat):
+    while len(times) < repeat or \
+            (sample and len(times) < repeats_for(repeat, statistics.median(times)) and len(times) < MOST_REPEATS):
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 
 
-def _kfuse_ms(go: Callable, fused: bool, repeat: int) -> float:
+def _kfuse_ms(go: Callable, fused: bool, repeat: int, sample: bool) -> float:
     """Median ms of ``go`` and a ``pk.fence()``; fused, after runs until nothing is being timed for profitability
     (measure.until_settled), so the timed runs follow settled decisions (and are rerun, kfuse/rerun.py)."""
     def run():
@@ -235,7 +239,7 @@ def _kfuse_ms(go: Callable, fused: bool, repeat: int) -> float:
     try:
         if fused:
             until_settled(run)
-        return median_ms(run, repeat)
+        return median_ms(run, repeat, sample)
     finally:
         pk.disable_fusion()
 
@@ -261,10 +265,10 @@ def check(go: Callable, want) -> str:
     return "PASS" if len(got) == len(want) else f"{len(got)} outputs, NumPy has {len(want)}"
 
 
-def _peer_ms(peer: Peer, array_code: Callable, arrays: tuple, repeat: int) -> float:
+def _peer_ms(peer: Peer, array_code: Callable, arrays: tuple, repeat: int, sample: bool) -> float:
     fn = peer.compile(functools.partial(array_code, peer.xp))
     inputs = [peer.asarray(np.ascontiguousarray(a)) for a in arrays]
-    return median_ms(lambda: peer.sync(fn(*inputs)), repeat)
+    return median_ms(lambda: peer.sync(fn(*inputs)), repeat, sample)
 
 
 def card() -> str:
@@ -276,22 +280,25 @@ def card() -> str:
 
 def measure(repeat: int, smoke: bool = False, names=None, save: Callable = lambda data: None) -> dict:
     """``{"card", "space", "peers", "missing", "checks": {name: "PASS" or why not}, "workloads": {name:
-    {"kfuse_fused_ms", "kfuse_eager_ms", "<peer>_ms", ...}}}`` for the default space; ``save(data)`` after each
+    {"kfuse_fused_ms", "kfuse_eager_ms", "<peer>_ms", ...}}, "repeat", "sample_s": the timed runs' least number
+    and seconds (``median_ms``)}`` for the default space; ``save(data)`` after each
     workload (a run cut short keeps what it measured)."""
     on_gpu = spaces.on_device(pk.get_default_space().value)
     sizes = SIZES["smoke" if smoke else "gpu" if on_gpu else "host"]
     found, missing = find_peers(on_gpu)
+    sample = not smoke
     data = {"card": card() if on_gpu else "cpu", "space": pk.get_default_space().value, "repeat": repeat,
-            "sizes": sizes, "peers": [p.name for p in found], "missing": missing, "checks": {}, "workloads": {}}
+            "sample_s": SAMPLE_S if sample else 0.0, "sizes": sizes, "peers": [p.name for p in found], "missing": missing, "checks": {}, "workloads": {}}
     for name in names or WORKLOADS:
         make, array_code = WORKLOADS[name]
         go, arrays, go_captured = make(sizes[name])
         data["checks"][name] = check(go, array_code(np, *arrays))
-        row = {"kfuse_fused_ms": _kfuse_ms(go, True, repeat), "kfuse_eager_ms": _kfuse_ms(go, False, repeat)}
+        row = {"kfuse_fused_ms": _kfuse_ms(go, True, repeat, sample),
+               "kfuse_eager_ms": _kfuse_ms(go, False, repeat, sample)}
         if go_captured is not None:
-            row["kfuse_captured_ms"] = _kfuse_ms(go_captured, True, repeat)
+            row["kfuse_captured_ms"] = _kfuse_ms(go_captured, True, repeat, sample)
         for peer in found:
-            row[f"{peer.name}_ms"] = _peer_ms(peer, array_code, arrays, repeat)
+            row[f"{peer.name}_ms"] = _peer_ms(peer, array_code, arrays, repeat, sample)
         data["workloads"][name] = row
         save(data)
         print(f"[bench] {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()), file=sys.stderr, flush=True)
@@ -300,7 +307,8 @@ def measure(repeat: int, smoke: bool = False, names=None, save: Callable = lambd
 
 def markdown(data: dict) -> str:
     columns = ["kfuse_fused_ms", "kfuse_captured_ms", "kfuse_eager_ms"] + [f"{p}_ms" for p in data["peers"]]
-    lines = [f"# kfuse and its peers ({data['card']}, space {data['space']}, median of {data['repeat']}, ms)", "",
+    runs = f"at least {data['repeat']} runs filling {data['sample_s']} s" if data.get("sample_s") else data["repeat"]
+    lines = [f"# kfuse and its peers ({data['card']}, space {data['space']}, median of {runs}, ms)", "",
              "| workload | " + " | ".join(c[:-3] for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, row in data["workloads"].items():
         lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" if c in row else "-" for c in columns) + " |")
