@@ -11,8 +11,8 @@ as it is, torch under ``torch.compile`` and JAX under ``jax.jit`` (float64), eac
 (kfuse: ``pk.fence()``, which copies nothing back; peers: their synchronize). Median of at least ``repeat`` runs after
 a warm-up that compiles, and of enough runs to fill ``measure.SAMPLE_S`` (up to ``measure.MOST_REPEATS``) except under
 ``--smoke``: a sub-millisecond workload's median of 7 moved by up to 45% between two timings of one peer's same code
-on one host (torch.compile's GaussianNB, 0.100 and 0.145 ms, stop 47); kfuse's first run is checked against NumPy running the peers' array code on the same inputs (``checks``;
-the command fails if one differs).
+on one host (torch.compile's GaussianNB, 0.100 and 0.145 ms, stop 47); kfuse's first run is checked against NumPy
+running the peers' array code on the same inputs (``checks``; the command fails if one differs).
 """
 from __future__ import annotations
 
@@ -288,7 +288,8 @@ def measure(repeat: int, smoke: bool = False, names=None, save: Callable = lambd
     found, missing = find_peers(on_gpu)
     sample = not smoke
     data = {"card": card() if on_gpu else "cpu", "space": pk.get_default_space().value, "repeat": repeat,
-            "sample_s": SAMPLE_S if sample else 0.0, "sizes": sizes, "peers": [p.name for p in found], "missing": missing, "checks": {}, "workloads": {}}
+            "sample_s": SAMPLE_S if sample else 0.0, "sizes": sizes, "peers": [p.name for p in found],
+            "missing": missing, "checks": {}, "workloads": {}}
     for name in names or WORKLOADS:
         make, array_code = WORKLOADS[name]
         go, arrays, go_captured = make(sizes[name])
