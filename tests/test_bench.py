@@ -142,6 +142,35 @@ def test_peers_are_found_or_reported_missing_and_wrong_results_are_caught(monkey
         assert peers.card() == name
 
 
+def test_peer_timings_fill_their_sample_time_unless_asked_for_exact_runs(monkeypatch):
+    """``peers.median_ms`` times at least ``repeat`` runs after its warm-up and, sampling, enough that they fill
+    ``SAMPLE_S``, at most ``MOST_REPEATS``; the median is of those timings."""
+    from kfuse.bench import measure, peers
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(peers.time, "perf_counter", lambda: clock["now"])
+    runs = []
+
+    step = 2.0 ** -9  # each run takes about 2 ms on the fake clock (a binary fraction: the sums stay exact)
+
+    def run():
+        runs.append(1)
+        clock["now"] += step
+
+    assert peers.median_ms(run, 7, sample=False) == step * 1e3 and len(runs) == 8
+    runs.clear()
+    assert peers.median_ms(run, 7) == step * 1e3
+    assert len(runs) == 1 + int(measure.SAMPLE_S / step)  # the warm-up, then 0.25 s of timed runs
+    monkeypatch.setattr(peers, "MOST_REPEATS", 20)
+    runs.clear()
+    peers.median_ms(run, 7)
+    assert len(runs) == 1 + 20
+    data = {"card": "h200", "space": "Cuda", "repeat": 7, "sample_s": 0.25, "peers": [], "workloads": {},
+            "checks": {}, "missing": {}}
+    assert "median of at least 7 runs filling 0.25 s" in peers.markdown(data)
+    assert "median of 7," in peers.markdown({**data, "sample_s": 0.0})
+
+
 def test_peer_array_code_equals_numpy_for_every_workload():
     """The peers' version of each workload, run with NumPy as ``xp``, against the repository's NumPy references."""
     from kfuse.bench import numpy_refs, peers, subjects
