@@ -52,16 +52,17 @@ def _timed(go) -> dict:
     first (its fused kernels built, its profitability decided); then the two modes' runs alternate, so that the
     machine's speed drifting (a few shared cores) weighs on both alike; each mode's first run is a warm-up."""
     settle(go, "all")
-    seen: dict = {mode: [None, [], 0] for mode in ("eager", "o")}
+    times: dict = {"eager": [], "o": []}
+    last: dict = {}  # per mode, its last run's (result, launches)
     for _ in range(REPEAT + 1):
-        for mode, (_, times, _) in seen.items():
+        for mode, taken in times.items():
             before = pk.stats()["kernels_launched"]
             start = time.perf_counter()
             with fusion_mode(mode, "all" if mode == "o" else None):
                 out = go()
-            times.append(time.perf_counter() - start)
-            seen[mode][0], seen[mode][2] = out, pk.stats()["kernels_launched"] - before
-    return {mode: (out, statistics.median(times[1:]), launches) for mode, (out, times, launches) in seen.items()}
+            taken.append(time.perf_counter() - start)
+            last[mode] = out, pk.stats()["kernels_launched"] - before
+    return {mode: (last[mode][0], statistics.median(taken[1:]), last[mode][1]) for mode, taken in times.items()}
 
 
 def _same(got, want) -> bool:

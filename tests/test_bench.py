@@ -161,7 +161,7 @@ def test_peer_timings_fill_their_sample_time_unless_asked_for_exact_runs(monkeyp
     runs.clear()
     assert peers.median_ms(run, 7) == step * 1e3
     assert len(runs) == 1 + int(measure.SAMPLE_S / step)  # the warm-up, then 0.25 s of timed runs
-    monkeypatch.setattr(peers, "MOST_REPEATS", 20)
+    monkeypatch.setattr(measure, "MOST_REPEATS", 20)
     runs.clear()
     peers.median_ms(run, 7)
     assert len(runs) == 1 + 20

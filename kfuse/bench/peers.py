@@ -33,7 +33,7 @@ import kfuse as pk
 
 from .. import config, spaces
 from . import numpy_refs, report, subjects
-from .measure import MOST_REPEATS, SAMPLE_S, repeats_for, until_settled
+from .measure import SAMPLE_S, repeats_for, until_settled
 
 ITERATIONS = 50  # NSTREAM
 BABEL_ITERATIONS = 10
@@ -217,14 +217,16 @@ WORKLOADS = {"nstream": (_nstream, nstream_xp), "babelstream": (_babelstream, ba
 
 # --- timing ---------------------------------------------------------------------------------------------------
 def median_ms(run: Callable, repeat: int, sample: bool = True) -> float:
-    """Median ms of ``run`` over at least ``repeat`` timed runs, and with ``sample`` enough to fill SAMPLE_S."""
-    run()  # warm-up: compiles, allocates
-    times = []
-    while len(times) < repeat or \
-            (sample and len(times) < repeats_for(repeat, statistics.median(times)) and len(times) < MOST_REPEATS):
+    """Median ms of ``run`` over ``repeat`` timed runs, and with ``sample`` as many more as ``repeats_for`` asks
+    from their median (enough to fill SAMPLE_S, at most MOST_REPEATS)."""
+    def timed() -> float:
         start = time.perf_counter()
         run()
-        times.append(time.perf_counter() - start)
+        return time.perf_counter() - start
+    run()  # warm-up: compiles, allocates
+    times = [timed() for _ in range(repeat)]
+    if sample:
+        times += [timed() for _ in range(repeats_for(repeat, statistics.median(times)) - repeat)]
     return statistics.median(times) * 1e3
 
 
