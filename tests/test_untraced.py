@@ -211,6 +211,34 @@ def test_after_the_decision_repetitions_run_untraced_and_other_calls_go_the_ordi
     assert context.current().rerun.templates  # the decided template stays
 
 
+def test_a_decided_repetition_resumes_its_template_until_a_setting_changes(measured, monkeypatch):
+    """Once a repetition ran untraced, decided so, the next one starts from that template at once (``Rerun.resume``,
+    skipping the look-ups); a setting changed between two repetitions (KFUSE_MAX_GROUP here) makes the template
+    one of other settings, so the next step is traced, and every step still equals eager's."""
+    runs = []  # per run of the program: step -> (calls traced, calls untraced, a template to resume) as it began
+
+    def program():
+        marks = {}
+        runs.append(marks)
+
+        def dt(step):
+            if step == 12:
+                monkeypatch.setenv("KFUSE_MAX_GROUP", "2")
+            stats, rt = pk.stats(), context.current()
+            marks.setdefault(step, (stats["ops_traced"], stats["calls_untraced"], rt.rerun.resume is not None))
+            return 0.5
+        monkeypatch.delenv("KFUSE_MAX_GROUP", raising=False)
+        return time_steps(14, dt=dt)
+
+    expected, got, stats, text = fused_under(lambda: costed_clock(10.0), program)
+    assert_same(expected, got)
+    fused = runs[1]
+    per_step = [(fused[k + 1][0] - fused[k][0], fused[k + 1][1] - fused[k][1]) for k in range(13)]
+    assert per_step[9:12] == [(0, 3)] * 3, per_step  # decided: untraced repetitions
+    assert [fused[k][2] for k in (10, 11, 12)] == [True] * 3, fused  # each after an untraced one: resumed
+    assert per_step[12] == (3, 0), per_step  # KFUSE_MAX_GROUP changed: no template of these settings, traced
+
+
 def test_an_untraced_repetition_keeps_one_view_where_the_template_had_one(measured):
     """Steps 0-11 pass one View as both ``x`` and ``v`` of ``kick`` (one slot in two places); once decided untraced,
     a repetition passing two Views there is no repetition of that template: it is traced, and every step still
