@@ -41,12 +41,15 @@ View check beyond the kernel's specialisation (dtype, rank, layout, trait, shape
 sake). A call that leaves the template ends the untraced repetition and is then the first call after it (it may
 start a repetition of another template, else it goes the ordinary way). A template none of
 whose launches runs calls fused runs untraced from the start (untraced.lone). After an untraced repetition of a
-template decided so, the next repetition's first call is tried against that template first (``Rerun.resume``), with
-the checks every first call gets (settings, space, nothing pending) and none of the look-ups among the templates,
-because untraced repetitions should cost what the eager calls they are cost. They still cost more
-(``benchmarks/bench_untraced_repetition.py --calls 2 --no-kernels``, one thread here, best of 3,000 runs: the two
-calls took 3.2-4.2 us more than eager's before, 2.3-2.5 resumed, under Python 3.11; 4.5-4.8 and 3.6-3.8 under 3.12,
-where binding is cheaper and the comparison with the template dearer).
+template decided so, the next repetition's first call is tried against that template first (``Rerun.resume``):
+fusing, nothing pending, the same space, and the settings it was made under, those asked at every
+``RESUME_CHECKS``-th repetition only (``Rerun._resumes``), so a setting changed between repetitions ends them within
+that many (each computes what eager calls compute, under any setting). Untraced repetitions should cost what the
+eager calls they are cost, and the settings' look-ups (four environment variables) and the look-ups among the
+templates cost more than the calls' comparisons (``benchmarks/bench_untraced_repetition.py --calls 2
+--no-kernels``, one thread here, best of 3,000 runs, the two calls over eager's: 3.2-4.2 us looked up, 2.3-2.5 us
+resumed asking the settings each time, -0.1-+0.2 us resumed as now, under Python 3.11; under 3.12, where binding is
+cheaper and the comparison dearer, 4.5-4.8, 3.5-3.8 and 1.4-1.8 us).
 """
 from __future__ import annotations
 
@@ -67,6 +70,8 @@ from .transforms import manager as transforms
 
 _KEPT = 16  # templates kept per runtime
 _PER_WORKUNIT = 4  # templates kept per first workunit
+#: a repetition resumed untraced asks the settings again at every RESUME_CHECKS-th one (``Rerun._resumes``)
+RESUME_CHECKS = 16
 MISS = object()  # ``take``'s answer for a call that is not a template's next
 _SCALARS = (float, int, bool)
 _MISSING = object()
@@ -438,25 +443,23 @@ class Rerun:
         if matched:
             alive, timing, start = self.alive, self.timing, 0.0
         else:
+            resume = self.resume
+            if resume is not None and resume.steps[0].workunit is args[1] and self._resumes(rt, resume):
+                self.untraced, self.futures = self._untraced.start_with(resume, 0.0), []
+                result = self._run_untraced(rt, op, args, kwargs)
+                if result is not MISS:
+                    return result
             start = rt.profit.clock()  # a timed repetition's clock starts before its first call's look-ups, on both
             # sides (rerun and untraced: each pays its own)
             listed = self.templates.get(id(args[1]))
             if listed is None or rt.failures or not (rt.enabled and rt.fuse):
                 return MISS
             settings, space = _settings(rt), rt.default_space
-            entries = rt.logged.entries
-            idle = not (entries or rt.capturing or rt.batch is not None)  # rt.may_run_now(): the rest checked above
-            resume = self.resume
-            if idle and resume is not None and resume.steps[0].workunit is args[1] and resume.space is space \
-                    and resume.settings == settings:  # the usual next repetition: the look-ups below, skipped
-                self.untraced, self.futures = self._untraced.start_with(resume, start), []
-                result = self._run_untraced(rt, op, args, kwargs)
-                if result is not MISS:
-                    return result
             listed = [t for t in listed if t.space is space and t.settings == settings]
             if not listed:
                 return MISS
-            if idle:
+            entries = rt.logged.entries
+            if rt.may_run_now():  # (nothing matched, no failure: checked above)
                 result = self._start_untraced(rt, listed, op, args, kwargs, start)
                 if result is not MISS:
                     return result
@@ -501,6 +504,18 @@ class Rerun:
         if timing:
             self.span = (self.span[0], rt.profit.clock())
         return result
+
+    def _resumes(self, rt, template: Template) -> bool:
+        """Whether the next repetition of ``template``, decided untraced, may start as the last one did (module
+        docstring): fusing, nothing pending, the same space, and the settings it was made under, asked at every
+        ``RESUME_CHECKS``-th repetition only (the look-ups of four environment variables cost as much as the rest of
+        the start, and a repetition run untraced computes what eager calls compute under any setting)."""
+        if not (rt.fuse and template.space is rt.default_space and rt.may_run_now()):
+            return False
+        if template.trial.left % RESUME_CHECKS == 0 and template.settings != _settings(rt):
+            self.resume = None  # made under other settings than these: the look-ups below find what fits
+            return False
+        return True
 
     def _start_untraced(self, rt, listed: list, op: str, args: tuple, kwargs: dict, start: float):
         """Run the call as the first of an untraced repetition of a template of these settings (module docstring), if

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kfuse as pk
-from kfuse import config, context, untraced
+from kfuse import config, context, rerun, untraced
 from fusion_check import assert_same, kick, push, run_eager_and_fused, view_of
 
 pytestmark = pytest.mark.backend("python")
@@ -211,11 +211,44 @@ def test_after_the_decision_repetitions_run_untraced_and_other_calls_go_the_ordi
     assert context.current().rerun.templates  # the decided template stays
 
 
-def test_a_decided_repetition_resumes_its_template_until_a_setting_changes(measured, monkeypatch):
-    """Once a repetition ran untraced, decided so, the next one starts from that template at once (``Rerun.resume``,
-    skipping the look-ups); a setting changed between two repetitions (KFUSE_MAX_GROUP here) makes the template
-    one of other settings, so the next step is traced, and every step still equals eager's."""
+def test_a_decided_repetition_resumes_its_template_and_a_changed_setting_ends_it_within_the_checks(measured,
+                                                                                                  monkeypatch):
+    """Once a repetition ran untraced, decided so, the next one starts from that template at once (``Rerun.resume``);
+    the settings it was made under are asked at every ``RESUME_CHECKS``-th repetition, so a setting changed between
+    two (KFUSE_MAX_GROUP here) ends the untraced repetitions within that many, after which the steps are traced;
+    every step equals eager's."""
+    changed = 12
+    steps = changed + rerun.RESUME_CHECKS + 3
     runs = []  # per run of the program: step -> (calls traced, calls untraced, a template to resume) as it began
+
+    def program():
+        marks = {}
+        runs.append(marks)
+
+        def dt(step):
+            if step == changed:
+                monkeypatch.setenv("KFUSE_MAX_GROUP", "2")
+            stats, rt = pk.stats(), context.current()
+            marks.setdefault(step, (stats["ops_traced"], stats["calls_untraced"], rt.rerun.resume is not None))
+            return 0.5
+        monkeypatch.delenv("KFUSE_MAX_GROUP", raising=False)
+        return time_steps(steps, dt=dt)
+
+    expected, got, stats, text = fused_under(lambda: costed_clock(10.0), program)
+    assert_same(expected, got)
+    fused = runs[1]
+    per_step = [(fused[k + 1][0] - fused[k][0], fused[k + 1][1] - fused[k][1]) for k in range(steps - 1)]
+    assert per_step[9:changed] == [(0, 3)] * (changed - 9), per_step  # decided: untraced repetitions
+    assert all(fused[k][2] for k in range(10, changed + 1)), fused  # each after an untraced one: resumed
+    after = per_step[changed:]
+    noticed = after.index((3, 0))  # the first traced step after the change: no template of these settings
+    assert 0 <= noticed < rerun.RESUME_CHECKS and after[:noticed] == [(0, 3)] * noticed, per_step
+
+
+def test_a_resumed_repetition_asks_the_settings_at_every_check(measured, monkeypatch):
+    """With a check at every repetition, the step right after the change is traced."""
+    monkeypatch.setattr(rerun, "RESUME_CHECKS", 1)
+    runs = []  # per run of the program: step -> calls traced as it began
 
     def program():
         marks = {}
@@ -224,8 +257,7 @@ def test_a_decided_repetition_resumes_its_template_until_a_setting_changes(measu
         def dt(step):
             if step == 12:
                 monkeypatch.setenv("KFUSE_MAX_GROUP", "2")
-            stats, rt = pk.stats(), context.current()
-            marks.setdefault(step, (stats["ops_traced"], stats["calls_untraced"], rt.rerun.resume is not None))
+            marks.setdefault(step, pk.stats()["ops_traced"])
             return 0.5
         monkeypatch.delenv("KFUSE_MAX_GROUP", raising=False)
         return time_steps(14, dt=dt)
@@ -233,10 +265,8 @@ def test_a_decided_repetition_resumes_its_template_until_a_setting_changes(measu
     expected, got, stats, text = fused_under(lambda: costed_clock(10.0), program)
     assert_same(expected, got)
     fused = runs[1]
-    per_step = [(fused[k + 1][0] - fused[k][0], fused[k + 1][1] - fused[k][1]) for k in range(13)]
-    assert per_step[9:12] == [(0, 3)] * 3, per_step  # decided: untraced repetitions
-    assert [fused[k][2] for k in (10, 11, 12)] == [True] * 3, fused  # each after an untraced one: resumed
-    assert per_step[12] == (3, 0), per_step  # KFUSE_MAX_GROUP changed: no template of these settings, traced
+    traced = [fused[k + 1] - fused[k] for k in range(13)]
+    assert traced[9:12] == [0, 0, 0] and traced[12] == 3, traced
 
 
 def test_an_untraced_repetition_keeps_one_view_where_the_template_had_one(measured):
