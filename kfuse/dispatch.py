@@ -42,10 +42,9 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
             if rt.batch is not None:
                 rt.run_batch()
     rt.calls_made += 1
-    rerun = rt.rerun  # a repeated flush's calls cost a comparison (an untraced repetition's, only that)
-    if rerun.templates and rt.enabled and (rerun.untraced is not None or rerun.wants(args)):
+    if rt.rerun.templates and rt.enabled and rt.rerun.wants(args):  # a repeated flush's calls cost a comparison
         with guard.lock:
-            result = rerun.take(rt, op, args, kwargs)
+            result = rt.rerun.take(rt, op, args, kwargs)
             if result is not MISS:
                 return result
     policy, wu, positional = _split(args)
