@@ -66,7 +66,7 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
             if streak is not None and streak.left and rt.fuse and rt.may_run_now():
                 streak.left -= 1  # a kernel that keeps running alone runs at once (kfuse/untraced.py)
                 rt.counts["calls_untraced"] += 1
-                result = run_bound(rt, binding, bound, values)
+                result = run_bound(rt, binding, bound, values, queued=True)
                 return result if op == "for" else done(binding.prepared.spec.accs[0], result)
             call = binding.call(bound, values)
             call.site, call.position = _call_site(), rt.calls_made
@@ -76,12 +76,18 @@ def _dispatch(op: str, args: tuple, kwargs: dict):
         return run_bound(rt, binding, bound, values)
 
 
-def run_bound(rt, binding, policy, values):
+def run_bound(rt, binding, policy, values, queued: bool = False):
+    """Run a bound call now. ``queued``: a GPU kernel that cannot fault returns once the device has it (fused
+    mode's calls run at once: whatever reads their results, and ``pk.fence()``, waits for the device). With
+    fusion off every launch waits, so eager, the reference fused runs are compared with, reports a failure at
+    its call and is timed kernel by kernel."""
     if binding.direct and not rt.failures.lost:
         args = binding.args(values)  # nothing lost to a failed call: no KernelCall needed
         prepared = binding.prepared
         prepared.backend.enter_thread()
-        results = (prepared.kernel or kernel_of(prepared)).launch(policy_slots(policy), args)
+        kernel = prepared.kernel or kernel_of(prepared)
+        slots = policy_slots(policy)
+        results = kernel.launch_queued(slots, args) if queued else kernel.launch(slots, args)
         return results[0] if results else None
     call = binding.call(policy, values)
     rt.check_eager(call)
@@ -89,15 +95,15 @@ def run_bound(rt, binding, policy, values):
         for _, fut in call.futures:
             fut.value()
     call.prepared.backend.enter_thread()
-    return execute(call)
+    return execute(call, queued)
 
 
 def run_now(op: str, n: int, wu, kwargs: dict):
-    """``parallel_<op>(n, wu, **kwargs)`` run at once, as with fusion off: for a call the runtime has shown needs
+    """``parallel_<op>(n, wu, **kwargs)`` run at once (queued on a GPU): for a call the runtime has shown needs
     nothing pending (kfuse/ops/lazy.py, when the trace is empty); the caller holds ``guard.lock``."""
     rt = context.current()
     binding, policy, values = bind(wu, op, n, (), kwargs, rt.backend)
-    return run_bound(rt, binding, policy, values)
+    return run_bound(rt, binding, policy, values, queued=True)
 
 
 def _explicit_fusion(op: str, policy, wus: list, positional: tuple, kwargs: dict):

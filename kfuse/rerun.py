@@ -562,7 +562,7 @@ class Rerun:
             views.touched([call_args[i] for i, _ in step.positions])
         prepared.backend.enter_thread()
         try:
-            results = prepared.kernel.launch(step.slots, call_args)
+            results = prepared.kernel.launch_queued(step.slots, call_args)  # waited for where read
         except BaseException:
             self.untraced = None
             raise

@@ -14,7 +14,10 @@ import pytest
 import kfuse as pk
 from kfuse.calls import prepare
 from kfuse.codegen import kernel as codegen
+from kfuse import config, context, untraced
 from kfuse.runtime import kokkos_runtime, launch
+from fusion_check import assert_same
+from test_untraced import costed_clock, fused_under, time_steps
 from test_team_api import two_views  # (two team-scratch Views of different element sizes)
 
 N = 64
@@ -194,7 +197,7 @@ def test_thread_scratch_and_extents_the_host_does_not_know_always_wait():
 
 
 @pytest.fixture
-def queued_on_host(monkeypatch):
+def queued_entries(monkeypatch):
     """OpenMP kernels get the queued entry; yields the names of the kernels each call of a queued entry launched."""
     monkeypatch.setattr(codegen, "QUEUED_SPACES", codegen.QUEUED_SPACES | {"OpenMP"})
     calls, real = [], launch.CompiledKernel._load
@@ -206,8 +209,14 @@ def queued_on_host(monkeypatch):
             self._queued = lambda *args: calls.append(self.name) or entry(*args)
 
     monkeypatch.setattr(launch.CompiledKernel, "_load", load)
+    return calls
+
+
+@pytest.fixture
+def queued_on_host(queued_entries):
+    """``queued_entries`` with fusion on."""
     pk.enable_fusion()
-    yield calls
+    yield queued_entries
     pk.disable_fusion()
 
 
@@ -360,3 +369,63 @@ def test_a_captured_function_of_one_call_replays_through_the_queued_entry(queued
         np.testing.assert_array_equal(np.asarray(step(x, y)), 3.0 * values)
     assert pk.stats()["calls_captured"] >= 3
     assert len(queued_on_host) == pk.stats()["calls_captured"]  # every replayed launch was queued
+
+
+# --- fusion on, calls that run at once queue too; fusion off, every launch waits -------------------------------
+@pk.workunit
+def grown(i, x: pk.View1D[pk.double], by: float):
+    x[i] = by * x[i] + 1.0
+
+
+def _read_after_each(x, calls: int) -> list:
+    seen = []
+    for _ in range(calls):
+        pk.parallel_for(N, grown, x=x, by=0.5)
+        seen.append(float(x[3]))  # a host read: each flush is the call alone
+    return seen
+
+
+@pytest.mark.backend("kokkos")
+def test_a_kernel_run_untraced_in_a_streak_launches_queued_and_eager_waits(queued_entries):
+    values = np.random.default_rng(7).standard_normal(N)
+    calls = 3 * untraced.STREAK
+    x = pk.from_numpy(values.copy())
+    eager = _read_after_each(x, calls)
+    assert queued_entries == []  # fusion off: every launch waited
+    y = pk.from_numpy(values.copy())
+    with pk.fusion():
+        fused = _read_after_each(y, calls)
+    assert fused == eager and np.array_equal(np.asarray(y), np.asarray(x))
+    want = values.copy()
+    for _ in range(calls):
+        want = 0.5 * want + 1.0
+    np.testing.assert_array_equal(np.asarray(y), want)
+    assert pk.stats()["calls_untraced"] > 0
+    assert queued_entries == ["grown"] * pk.stats()["calls_untraced"]  # each call run untraced was queued
+
+
+@pytest.mark.backend("kokkos")
+def test_untraced_repetitions_launch_queued_and_compute_what_eager_does(queued_entries, monkeypatch, tmp_path):
+    """A repeated flush decided untraced (a clock that makes tracing dear, as test_untraced.py's) launches its
+    parallel_for calls queued; its reduction, whose value the host reads, waits."""
+    monkeypatch.setenv("KFUSE_PROFIT", "measure")
+    monkeypatch.setenv("KFUSE_PROFIT_TRIALS", "2")
+    monkeypatch.setenv("KFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    with config.overridden(config.PROFIT, "off"), pk.fusion():
+        time_steps(2)  # builds the fused kernel, so the measured setting weighs no compile
+    context.current().rerun.forget()
+    pk.reset_stats()
+    expected, got, stats, text = fused_under(lambda: costed_clock(10.0), lambda: time_steps(12))
+    assert_same(expected, got)
+    assert "run untraced" in text and stats["calls_untraced"] == 3 * 5, (stats, text)
+    assert queued_entries.count("push") == queued_entries.count("kick") == 5, queued_entries
+
+
+@pytest.mark.backend("kokkos")
+def test_array_operations_run_at_once_launch_queued(queued_on_host):
+    values = np.random.default_rng(9).standard_normal(N)
+    x = pk.from_numpy(values.copy())
+    for k in range(3):
+        y = pk.add(pk.multiply(x, 2.0), float(k))
+        np.testing.assert_array_equal(np.asarray(y), 2.0 * values + k)
+    assert pk.stats()["array_ops_recorded"] == 6 and len(queued_on_host) == 3, queued_on_host

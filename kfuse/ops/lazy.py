@@ -246,11 +246,11 @@ def _at_once(plan: plans.Plan, op: str, policy, args: dict):
         if known[2].sigs == [v.sig if type(v) is View else type(v) for v in values]:
             if known[3] and views.constant:
                 views.touched(values)
-            return run_bound(rt, known[2], policy_of(policy), values)
+            return run_bound(rt, known[2], policy_of(policy), values, queued=True)
     binding, bound, given = bind(plan.wu, op, policy, (), args, rt.backend)
     if binding.direct and not binding.scratch and all(a is b for a, b in zip(given, args.values())):
         plan.binding = (rt.backend, rt.default_space, binding, runs_off_gpu(rt.backend, rt.default_space.value))
-    return run_bound(rt, binding, bound, given)
+    return run_bound(rt, binding, bound, given, queued=True)
 
 
 def _kernel(op: str, policy, wu, args: dict, mode: _Mode, plan: plans.Plan | None = None):
