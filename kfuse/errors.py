@@ -12,6 +12,7 @@ import linecache
 import os
 import sysconfig
 from types import TracebackType
+from typing import NamedTuple
 
 from . import config
 
@@ -182,6 +183,7 @@ class KernelFault(LaunchError):
         self.lineno = lineno
         self.kernel = kernel
         self.function = function
+        self.others, self.others_known = (), True  # other members that faulted in the launch (kernel_fault)
         where = f"in workunit '{workunit}'"
         if function:
             where = f"in function '{function}' called from workunit '{workunit}'"
@@ -247,14 +249,35 @@ class KernelScratchError(KernelFault):
 FAULT_FIELD_SEPARATOR = "\x1f"
 
 
+class OtherFault(NamedTuple):
+    """A fault site of another member of a fused kernel that faulted in the same launch (its values were not kept:
+    the record holds the first fault's). ``sure``: this site faulted; else one of the kernel's sites from the 64th
+    on did, which may be this one."""
+
+    sure: bool
+    member: int
+    kind: str
+    workunit: str
+    filename: str
+    lineno: int
+
+
 def kernel_fault(record: str, kernel: str) -> KernelFault:
     """The exception for a fault record a kernel's C entry wrote: kind, workunit, function, file, line, View,
-    dimension, two values and the fused member, separated by FAULT_FIELD_SEPARATOR (C++: kf_describe_fault)."""
-    kind, workunit, function, filename, line, view, dim, a, b, member = record.split(FAULT_FIELD_SEPARATOR)
+    dimension, two values, the fused member and the other members' faulted sites, separated by
+    FAULT_FIELD_SEPARATOR (C++: kf_describe_fault). ``others``: those sites (``OtherFault``); ``others_known``: the
+    list is whole (the record fitted its buffer)."""
+    kind, workunit, function, filename, line, view, dim, a, b, member, others = record.split(FAULT_FIELD_SEPARATOR)
     where = dict(workunit=workunit, filename=filename, lineno=int(line), kernel=kernel, function=function or None,
                  member=int(member) if int(member) >= 0 else None)
     if kind == "index":
-        return KernelIndexError(view, int(dim), int(a), int(b), **where)
-    if kind.startswith("scratch"):
-        return KernelScratchError(kind, view, int(dim), int(a), int(b), **where)
-    return KernelZeroDivisionError(int(a), int(b), "//" if kind == "floordiv" else "%", **where)
+        fault = KernelIndexError(view, int(dim), int(a), int(b), **where)
+    elif kind.startswith("scratch"):
+        fault = KernelScratchError(kind, view, int(dim), int(a), int(b), **where)
+    else:
+        fault = KernelZeroDivisionError(int(a), int(b), "//" if kind == "floordiv" else "%", **where)
+    sites = others.split("\x1e")
+    fault.others_known = sites[-1] == ""  # each site ends with the separator: a cut record's last does not
+    fault.others = tuple(OtherFault(sure == "1", int(m), k, wu, f, int(n))
+                         for sure, m, k, wu, f, n in (site.split("\x1d") for site in sites[:-1]))
+    return fault

@@ -24,7 +24,7 @@ from . import config, counters, views
 from .backends.base import Lowered
 from .calls import writes_of
 from .compiler import decisions
-from .errors import KfuseError
+from .errors import KernelFault, KfuseError
 from .frontend.access import summarize
 from .policies import RangePolicy
 from .fuser import build, cost, explain, graph as graphs, persist, planner, profit, replay
@@ -489,25 +489,44 @@ def _run_single(index: int, call, failures, record) -> bool:
 
 def after_fault(group: list, exc, failures) -> None:
     """A fused kernel reported a fault. Kernels finish their launch after a fault (the faulting operation
-    yields 0) and still return their reductions, so every member ran: what the culprit wrote, and what
-    members touching those bytes computed, is lost; the other members' results are right."""
+    yields 0) and still return their reductions, so every member ran: what each member that faulted wrote, and
+    what members touching those bytes computed, is lost; the other members' results are right. The record holds
+    the first fault's values and names the other members that faulted (``KernelFault.others``): each gets a fault
+    of its own, as its call alone would have raised; one only maybe faulted (a site past the 63rd) is lost to the
+    first fault, and so is every member where the record could not list them all."""
     member = getattr(exc, "member", None)
     if member is not None and 0 <= member < len(group):
         culprits = [group[member]]
     else:  # a fault in a helper names the workunit only; one that names no member loses the whole group
         culprits = [c for c in group if c.prepared.workunit.__name__ == getattr(exc, "workunit", None)] or group
     failure = failures.fail(culprits[0], exc)
+    own = dict.fromkeys(culprits, failure)  # culprit -> the failure its results are lost to
+    if not getattr(exc, "others_known", True):
+        own.update(dict.fromkeys(group, failure))
+    for other in getattr(exc, "others", ()):  # (in site order: a member's sure sites before any unsure one)
+        if 0 <= other.member < len(group) and group[other.member] not in own:
+            call = group[other.member]
+            own[call] = failures.fail(call, _other_fault(other, exc)) if other.sure else failure
     values = iter(getattr(exc, "results", ()))
-    lost: list = []  # (span, lattice) of each View the lost members wrote: a column beside a lost one is not lost
+    lost: list = []  # (span, lattice, failure) of each View the lost members wrote: a column beside one is not lost
     for call in group:
         value = next(values, None) if call.op == "reduce" else None
         reads, writes = call.prepared.view_positions
         touched = [(call.args[i].bounds, views.lattice(call.args[i])) for i in (*reads, *writes)]
-        if call in culprits or any(views.meet(*gone, *mine) for gone in lost for mine in touched):
-            failures.poison(call, failure)
-            lost += touched[len(reads):]
+        cause = own.get(call) or next((f for *gone, f in lost for mine in touched if views.meet(*gone, *mine)), None)
+        if cause is not None:
+            failures.poison(call, cause)
+            lost += [(*t, cause) for t in touched[len(reads):]]
         elif call.result is not None:
             call.result.set_result(value)
+
+
+def _other_fault(other, first) -> KernelFault:
+    """The fault a member of a fused kernel that faulted after ``first`` (the record's) is reported with."""
+    return KernelFault(f"a kernel fault ({other.kind}) in the launch of a fused kernel whose first fault alone has "
+                       f"its values recorded ({_first_line(first)})", workunit=other.workunit,
+                       filename=other.filename, lineno=other.lineno, kernel=getattr(first, "kernel", None),
+                       member=other.member)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -307,6 +307,70 @@ def test_fused_kernel_faults_name_the_member_workunit_and_line(monkeypatch, tran
             assert (err.view, err.index, err.extent) == ("X", 10, 10)
 
 
+def quotient(i, A, D, Q):
+    Q[i] = A[i] // D[i]
+
+
+def remainder(i, A, E, R):
+    R[i] = A[i] % E[i]
+
+
+def doubled(i, A, S):
+    S[i] = 2 * A[i]
+
+
+@pytest.mark.parametrize("zeros", [(2, 7), (7, 2), (5, 5)])
+def test_every_member_of_a_fused_kernel_that_faults_is_reported_as_its_call_alone_is(monkeypatch, zeros):
+    """Two members fault in one launch (at different threads, or the same one), a third does not: each faulting
+    call's results raise a fault naming its own workunit and line, as its eager call does, and the third's are
+    right."""
+    monkeypatch.setenv("KFUSE_PROFIT", "off")  # fused whatever the compile costs
+    a = np.arange(1, 11, dtype=np.int64) * 6
+    d, e = np.ones(10, dtype=np.int64), np.full(10, 4, dtype=np.int64)
+    d[zeros[0]], e[zeros[1]] = 0, 0
+    A, D, E = (pk.array(x.copy()) for x in (a, d, e))  # (arrays the program holds would run calls at once)
+    first, second, third = pk.workunit(quotient), pk.workunit(remainder), pk.workunit(doubled)
+    for fn in (quotient, remainder):  # eager: each call raises its own fault
+        Q = pk.View([10], pk.int64)
+        with pytest.raises(KernelZeroDivisionError) as info:
+            if fn is quotient:
+                pk.parallel_for(10, first, A=A, D=D, Q=Q)
+            else:
+                pk.parallel_for(10, second, A=A, E=E, R=Q)
+        assert info.value.workunit == fn.__name__
+    Q, R, S = (pk.View([10], pk.int64) for _ in range(3))
+    pk.reset_stats()
+    with pk.fusion():
+        pk.parallel_for(10, first, A=A, D=D, Q=Q)
+        pk.parallel_for(10, third, A=A, S=S)
+        pk.parallel_for(10, second, A=A, E=E, R=R)
+        with pytest.raises(pk.KfuseError):
+            pk.fence()
+        np.testing.assert_array_equal(np.asarray(S), 2 * a)
+        for view, fn in ((Q, quotient), (R, remainder)):
+            with pytest.raises(pk.KfuseError) as info:
+                np.asarray(view)
+            err = fault_of(info.value)
+            assert (err.workunit, err.lineno) == (fn.__name__, line_of(fn, "[i] = A[i]")), str(err)
+            assert err.kernel == "quotient__doubled__remainder"  # the three calls ran as one kernel
+
+
+def test_a_fault_record_lists_the_other_members_that_faulted_and_says_when_it_was_cut():
+    from kfuse.errors import FAULT_FIELD_SEPARATOR as F, OtherFault, kernel_fault
+
+    head = F.join(["floordiv", "quotient", "", "p.py", "3", "", "0", "6", "0", "0"]) + F
+    other = "\x1d".join(["1", "2", "mod", "remainder", "p.py", "7"]) + "\x1e"
+    maybe = "\x1d".join(["0", "4", "index", "late", "p.py", "9"]) + "\x1e"
+    fault = kernel_fault(head + other + maybe, "quotient__remainder")
+    assert (fault.workunit, fault.member, fault.others_known) == ("quotient", 0, True)
+    assert fault.others == (OtherFault(True, 2, "mod", "remainder", "p.py", 7),
+                            OtherFault(False, 4, "index", "late", "p.py", 9))
+    alone = kernel_fault(head, "quotient")
+    assert alone.others == () and alone.others_known
+    cut = kernel_fault(head + other + maybe[:5], "quotient__remainder")
+    assert cut.others == (OtherFault(True, 2, "mod", "remainder", "p.py", 7),) and not cut.others_known
+
+
 # --- printf ------------------------------------------------------------------------------------------------
 def printf_n(i, A):
     pk.printf("%d%n\n", i, A[i])

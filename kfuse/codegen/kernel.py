@@ -26,7 +26,7 @@ from .cxx_names import cpp_type, ident, view_type
 from .lanes import lane_loops
 from .printer import BodyPrinter, Unit
 
-CODEGEN_VERSION = "6"
+CODEGEN_VERSION = "7"
 #: Spaces whose ``parallel_for`` kernels that cannot fault (no checked operation, or only divisions by their scalar
 #: arguments and team scratch memory of constant or argument extents, checked on the host) and do not print also get
 #: ``kfuse_launch_queued``: the launch without its fence, for replays that wait for the device once at the end
@@ -286,7 +286,7 @@ def _fault_check(unit: Unit, spec: KernelSpec) -> list[str]:
     on_device = "true" if spec.space in ("Cuda", "HIP") else "false"
     return ["    KfFault kf_fault_seen;",
             f"    if (kf_take_fault({on_device}, kf_fault_seen)) {{",
-            "      kf_describe_fault(kf_err, kf_errlen, kf_sites[kf_fault_seen.site], kf_fault_seen);",
+            f"      kf_describe_fault(kf_err, kf_errlen, kf_sites, {len(unit.fault_sites)}, kf_fault_seen);",
             "      return 2;",
             "    }"]
 

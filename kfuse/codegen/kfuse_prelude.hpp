@@ -77,6 +77,8 @@ struct KfFault {
   int dim;                               // index faults: the dimension
   int64_t a, b;                          // division: dividend, divisor; index faults: index, extent; scratch:
                                          // bytes needed, bytes set (dim: the level)
+  unsigned long long sites;               // bit k: site k faulted (bit 63: a site >= 63), for every fault of
+                                         // the launch, so a fused kernel names each member that faulted
   alignas(16) unsigned char scratch[16];  // the element an out-of-range access uses instead
 };
 
@@ -108,6 +110,7 @@ KOKKOS_INLINE_FUNCTION KfFault& kf_fault_record() {
 
 KOKKOS_INLINE_FUNCTION void kf_fault(int site, int dim, int64_t a, int64_t b) {
   KfFault& f = kf_fault_record();
+  Kokkos::atomic_fetch_or(&f.sites, 1ull << (site < 63 ? site : 63));
   if (Kokkos::atomic_compare_exchange(&f.claimed, 0, 1) == 0) {
     f.site = site;
     f.dim = dim;
@@ -309,11 +312,21 @@ inline bool kf_take_fault(bool on_device, KfFault& out) {
   return out.claimed != 0;
 }
 
-// The record for Python (errors.kernel_fault): fields separated by \x1f.
-inline void kf_describe_fault(char* err, int64_t errlen, const KfSite& s, const KfFault& f) {
-  std::snprintf(err, static_cast<size_t>(errlen), "%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s\x1f%d\x1f%lld\x1f%lld\x1f%d",
-                s.kind, s.workunit, s.function, s.file, s.line, s.view, f.dim, static_cast<long long>(f.a),
-                static_cast<long long>(f.b), s.member);
+// The record for Python (errors.kernel_fault): fields separated by \x1f; the last one lists every other site that
+// faulted in a member other than the first fault's, each as "sure member kind workunit file line" separated by
+// \x1d, sites by \x1e ("sure" 0: only known to be a site >= 63, one of which faulted).
+inline void kf_describe_fault(char* err, int64_t errlen, const KfSite* sites, int nsites, const KfFault& f) {
+  const KfSite& s = sites[f.site];
+  const size_t size = static_cast<size_t>(errlen);
+  int used = std::snprintf(err, size, "%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s\x1f%d\x1f%lld\x1f%lld\x1f%d\x1f",
+                           s.kind, s.workunit, s.function, s.file, s.line, s.view, f.dim,
+                           static_cast<long long>(f.a), static_cast<long long>(f.b), s.member);
+  for (int k = 0; k < nsites && used >= 0 && static_cast<size_t>(used) < size; ++k) {
+    const KfSite& o = sites[k];
+    if (o.member == s.member || !((f.sites >> (k < 63 ? k : 63)) & 1ull)) continue;
+    used += std::snprintf(err + used, size - static_cast<size_t>(used), "%d\x1d%d\x1d%s\x1d%s\x1d%s\x1d%d\x1e",
+                          k < 63 ? 1 : 0, o.member, o.kind, o.workunit, o.file, o.line);
+  }
 }
 
 #ifndef KF_UNROLL  // measurement knobs: KFUSE_OPT_FLAGS="-O3 -DKF_UNROLL=8 -DKF_PREFETCH=0"

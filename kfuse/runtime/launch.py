@@ -24,7 +24,7 @@ from .. import context, counters, guard, spaces
 from ..views import View
 from . import device, kokkos_runtime
 
-_ERRLEN = 2048
+_ERRLEN = 1 << 16  # a fault record lists every other member of a fused kernel that faulted
 _err = ctypes.create_string_buffer(_ERRLEN)
 _errlen = ctypes.c_int64(_ERRLEN)
 _KERNEL_FAULT = 2  # the entry's return code when a thread faulted (codegen.kernel)
