@@ -320,7 +320,9 @@ def doubled(i, A, S):
 
 
 @pytest.mark.parametrize("zeros", [(2, 7), (7, 2), (5, 5)])
-def test_every_member_of_a_fused_kernel_that_faults_is_reported_as_its_call_alone_is(monkeypatch, zeros):
+@pytest.mark.parametrize("backend", [pytest.param("kokkos", marks=pytest.mark.backend("kokkos")),
+                                     pytest.param("python", marks=pytest.mark.backend("python"))])
+def test_every_member_of_a_fused_kernel_that_faults_is_reported_as_its_call_alone_is(monkeypatch, zeros, backend):
     """Two members fault in one launch (at different threads, or the same one), a third does not: each faulting
     call's results raise a fault naming its own workunit and line, as its eager call does, and the third's are
     right."""

@@ -144,8 +144,10 @@ class Runtime:
     def __init__(self, sites: list):
         self.sites = sites
         self.fault = None  # (site, dim, a, b) of the first fault
+        self.faulted = 0  # bit k: site k faulted (bit 63: a site >= 63), as the C++ record's ``sites``
 
     def record(self, site: int, dim: int, a: int, b: int) -> None:
+        self.faulted |= 1 << min(site, 63)
         if self.fault is None:
             self.fault = (site, dim, a, b)
 
@@ -156,7 +158,10 @@ class Runtime:
         number, dim, a, b = self.fault
         s = self.sites[number]
         fields = (s.kind, s.workunit, s.function, s.filename, s.line, s.view, dim, a, b, s.member)
-        return kernel_fault(FAULT_FIELD_SEPARATOR.join(map(str, fields)), kernel)
+        others = "".join(f"{int(k < 63)}\x1d{o.member}\x1d{o.kind}\x1d{o.workunit}\x1d{o.filename}\x1d{o.line}\x1e"
+                         for k, o in enumerate(self.sites)
+                         if o.member != s.member and self.faulted >> min(k, 63) & 1)
+        return kernel_fault(FAULT_FIELD_SEPARATOR.join(map(str, (*fields, others))), kernel)
 
     def load(self, view, index: tuple, site: int):
         """An element; 0 (and a fault) for an index outside the View."""

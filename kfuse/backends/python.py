@@ -65,7 +65,7 @@ class PythonKernel(Kernel):
                                     "read-only (a NumPy array with writeable=False); the python backend does not "
                                     "write through it")
         values = [debug_view(a, n) if t.is_view else CONVERT[t.dtype](a) for a, (n, t) in zip(args, spec.params)]
-        runtime.fault = None
+        runtime.fault, runtime.faulted = None, 0
         start = time.perf_counter()
         with np.errstate(all="ignore"):
             results = _run(self.rendered.function, spec, _points(spec, bounds), values)
