@@ -247,6 +247,7 @@ class KernelScratchError(KernelFault):
 
 
 FAULT_FIELD_SEPARATOR = "\x1f"
+FAULT_SITE_END, FAULT_SITE_PART = "\x1e", "\x1d"  # the other faulted sites' field: each site's end, its parts
 
 
 class OtherFault(NamedTuple):
@@ -276,8 +277,8 @@ def kernel_fault(record: str, kernel: str) -> KernelFault:
         fault = KernelScratchError(kind, view, int(dim), int(a), int(b), **where)
     else:
         fault = KernelZeroDivisionError(int(a), int(b), "//" if kind == "floordiv" else "%", **where)
-    sites = others.split("\x1e")
+    sites = others.split(FAULT_SITE_END)
     fault.others_known = sites[-1] == ""  # each site ends with the separator: a cut record's last does not
     fault.others = tuple(OtherFault(sure == "1", int(m), k, wu, f, int(n))
-                         for sure, m, k, wu, f, n in (site.split("\x1d") for site in sites[:-1]))
+                         for sure, m, k, wu, f, n in (site.split(FAULT_SITE_PART) for site in sites[:-1]))
     return fault

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import FAULT_FIELD_SEPARATOR, kernel_fault
+from ..errors import FAULT_FIELD_SEPARATOR, FAULT_SITE_END, FAULT_SITE_PART, kernel_fault
 from ..ir.typing import atomic_op
 from ..types import DType, dtype_of
 from .interp import IndexFault, ScratchFault, c_divide, c_format
@@ -158,8 +158,8 @@ class Runtime:
         number, dim, a, b = self.fault
         s = self.sites[number]
         fields = (s.kind, s.workunit, s.function, s.filename, s.line, s.view, dim, a, b, s.member)
-        others = "".join(f"{int(k < 63)}\x1d{o.member}\x1d{o.kind}\x1d{o.workunit}\x1d{o.filename}\x1d{o.line}\x1e"
-                         for k, o in enumerate(self.sites)
+        others = "".join(FAULT_SITE_PART.join(map(str, (int(k < 63), o.member, o.kind, o.workunit, o.filename, o.line)))
+                         + FAULT_SITE_END for k, o in enumerate(self.sites)
                          if o.member != s.member and self.faulted >> min(k, 63) & 1)
         return kernel_fault(FAULT_FIELD_SEPARATOR.join(map(str, (*fields, others))), kernel)
 
