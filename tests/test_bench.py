@@ -117,7 +117,7 @@ def test_peers_bench_on_the_host_writes_every_workload_against_numpy(tmp_path):
     proc = _run("-m", "kfuse.bench", "--peers", "--smoke", "--space", "OpenMP", "--subjects", "nstream,gaussian",
                 "--json", str(out_json))
     data = json.loads(out_json.read_text())
-    assert data["card"] == "cpu" and data["space"] == "OpenMP" and data["peers"] == ["numpy"]
+    assert data["card"] == "cpu" and data["space"] == "OpenMP" and data["peers"] == ["numpy"] and data["isolated"]
     assert list(data["workloads"]) == ["nstream", "gaussian"]
     assert data["checks"] == {"nstream": "PASS", "gaussian": "PASS"}
     for row in data["workloads"].values():
@@ -140,6 +140,24 @@ def test_peers_are_found_or_reported_missing_and_wrong_results_are_caught(monkey
                       ("NVIDIA GeForce RTX 4090", "gpu")):
         monkeypatch.setattr(peers.report, "machine", lambda gpu=gpu: {"gpu": gpu})
         assert peers.card() == name
+
+
+def test_each_peer_workload_is_measured_in_a_process_of_its_own(monkeypatch):
+    """``peers.measure`` hands every workload to a fresh process and merges what each measured, in order, saving
+    after each."""
+    from kfuse.bench import peers
+
+    asked, saved = [], []
+
+    def isolated(repeat, smoke, name):
+        asked.append(name)
+        return {"card": "cpu", "peers": ["numpy"], "missing": {}, "checks": {name: "PASS"},
+                "workloads": {name: {"kfuse_fused_ms": float(len(asked))}}}
+    monkeypatch.setattr(peers, "_isolated", isolated)
+    data = peers.measure(1, True, ["mvt", "nstream"], save=lambda d: saved.append(list(d["workloads"])))
+    assert asked == ["mvt", "nstream"] and saved == [["mvt"], ["mvt", "nstream"]] and data["isolated"]
+    assert data["checks"] == {"mvt": "PASS", "nstream": "PASS"}
+    assert data["workloads"] == {"mvt": {"kfuse_fused_ms": 1.0}, "nstream": {"kfuse_fused_ms": 2.0}}
 
 
 def test_peer_timings_fill_their_sample_time_unless_asked_for_exact_runs(monkeypatch):

@@ -1,5 +1,5 @@
 """``python -m kfuse.bench --peers``: kfuse against the array libraries a user would pick instead, same workloads,
-same data, one process.
+same data, each workload in a process of its own (kfuse and its peers in one: ``_isolated``).
 
 Workloads (issue 17): the NSTREAM loop, BabelStream, the Gaussian log-likelihood chain (element-wise operations ending
 in a sum), GaussianNB's prediction and NPBench's mvt. kfuse runs the repository's own code for each (examples/nstream.py
@@ -19,10 +19,12 @@ from __future__ import annotations
 import functools
 import json
 import math
+import multiprocessing
 import re
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -283,8 +285,30 @@ def card() -> str:
 def measure(repeat: int, smoke: bool = False, names=None, save: Callable = lambda data: None) -> dict:
     """``{"card", "space", "peers", "missing", "checks": {name: "PASS" or why not}, "workloads": {name:
     {"kfuse_fused_ms", "kfuse_eager_ms", "<peer>_ms", ...}}, "repeat", "sample_s": the timed runs' least number
-    and seconds (``median_ms``)}`` for the default space; ``save(data)`` after each
-    workload (a run cut short keeps what it measured)."""
+    and seconds (``median_ms``), "isolated": true}`` for the default space, each workload measured in a process of
+    its own (``_isolated``); ``save(data)`` after each workload (a run cut short keeps what it measured)."""
+    data = None
+    for name in names or WORKLOADS:
+        part = _isolated(repeat, smoke, name)
+        if data is None:
+            data = {**part, "checks": {}, "workloads": {}, "isolated": True}
+        data["checks"].update(part["checks"])
+        data["workloads"].update(part["workloads"])
+        save(data)
+    return data
+
+
+def _isolated(repeat: int, smoke: bool, name: str) -> dict:
+    """One workload's ``measure_here`` in a fresh Python process (spawned: no GPU context or library state comes
+    along). Why: what ran before in a process moves a workload's timings. On an H200 (stop 52) kfuse's captured
+    BabelStream took 0.454 ms run first in its process and 0.589 after NSTREAM's peers had run there (CuPy's pool
+    and torch's allocator then hold gigabytes of device memory); a user's program runs one workload."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(measure_here, repeat, smoke, [name]).result()
+
+
+def measure_here(repeat: int, smoke: bool = False, names=None, save: Callable = lambda data: None) -> dict:
+    """``measure``'s result for ``names``, measured one after another in this process."""
     on_gpu = spaces.on_device(pk.get_default_space().value)
     sizes = SIZES["smoke" if smoke else "gpu" if on_gpu else "host"]
     found, missing = find_peers(on_gpu)
