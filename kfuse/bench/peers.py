@@ -301,13 +301,14 @@ def measure(repeat: int, smoke: bool = False, names=None, save: Callable = lambd
 def _isolated(repeat: int, smoke: bool, name: str) -> dict:
     """One workload's ``measure_here`` in a fresh Python process (spawned: no GPU context or library state comes
     along). Why: what ran before in a process moves a workload's timings. On an H200 (stop 52) kfuse's captured
-    BabelStream took 0.454 ms run first in its process and 0.589 after NSTREAM's peers had run there (CuPy's pool
-    and torch's allocator then hold gigabytes of device memory); a user's program runs one workload."""
+    BabelStream took 0.454 ms run first in its process and 0.589 after NSTREAM's peers had run there (the cause is
+    not pinned down; by then CuPy's pool and torch's allocator hold device memory). A user's program runs one
+    workload."""
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         return pool.submit(measure_here, repeat, smoke, [name]).result()
 
 
-def measure_here(repeat: int, smoke: bool = False, names=None, save: Callable = lambda data: None) -> dict:
+def measure_here(repeat: int, smoke: bool, names: list) -> dict:
     """``measure``'s result for ``names``, measured one after another in this process."""
     on_gpu = spaces.on_device(pk.get_default_space().value)
     sizes = SIZES["smoke" if smoke else "gpu" if on_gpu else "host"]
@@ -316,7 +317,7 @@ def measure_here(repeat: int, smoke: bool = False, names=None, save: Callable = 
     data = {"card": card() if on_gpu else "cpu", "space": pk.get_default_space().value, "repeat": repeat,
             "sample_s": SAMPLE_S if sample else 0.0, "sizes": sizes, "peers": [p.name for p in found],
             "missing": missing, "checks": {}, "workloads": {}}
-    for name in names or WORKLOADS:
+    for name in names:
         make, array_code = WORKLOADS[name]
         go, arrays, go_captured = make(sizes[name])
         data["checks"][name] = check(go, array_code(np, *arrays))
@@ -327,7 +328,6 @@ def measure_here(repeat: int, smoke: bool = False, names=None, save: Callable = 
         for peer in found:
             row[f"{peer.name}_ms"] = _peer_ms(peer, array_code, arrays, repeat, sample)
         data["workloads"][name] = row
-        save(data)
         print(f"[bench] {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()), file=sys.stderr, flush=True)
     return data
 
