@@ -2,7 +2,8 @@
 
 Each row is the median (and the minimum) over ``--repeats`` batches of ``--calls`` calls, in
 microseconds per call: the whole eager ``pk.parallel_for`` / ``pk.parallel_reduce`` (also with six
-arguments), the Python binding alone (``kfuse.calls.prepare``), pack + ctypes call
+arguments), making a TeamPolicy with scratch memory (a PyKokkos program makes one per launch), the Python
+binding alone (``kfuse.calls.prepare``), pack + ctypes call
 (``CompiledKernel.launch``), the bare ctypes call of the kernel entry point and the part of it the
 kernel measures in C++ (Kokkos launch + fence), and context: a ctypes call of an empty C function,
 an empty one-element ``Kokkos::parallel_for`` + fence and an empty ``#pragma omp parallel`` region
@@ -130,6 +131,9 @@ def run(calls: int, repeats: int) -> list[tuple[str, tuple[float, float]]]:
             lambda: pk.parallel_for(1, triad, a=a, b=b, c=c, d=d, s=1.0, t=2.0), calls, repeats)),
         ("pk.parallel_reduce(1, total, a=View)", _median_us(lambda: pk.parallel_reduce(1, total, a=a),
                                                             calls, repeats)),
+        ("a TeamPolicy with scratch, as mvt_gpu makes one", _median_us(
+            lambda: pk.TeamPolicy(100, 32).set_scratch_size(
+                0, pk.PerTeam(pk.ScratchView2D[pk.double].shmem_size(32, 33))), calls, repeats)),
         ("  calls.prepare (Python, no launch)", _median_us(
             lambda: prepare(touch, "for", 1, (), {"a": a, "s": 1.0}), calls, repeats)),
         ("  CompiledKernel.launch (pack + ctypes)", _median_us(lambda: kernel.launch(bounds, call.args),

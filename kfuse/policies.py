@@ -25,6 +25,8 @@ def _is_auto(value) -> bool:
 
 
 def _as_int(value, what: str) -> int:
+    if type(value) is int:  # (the common case, before the look-ups: policies are made per launch)
+        return value
     try:
         return int(value.__index__()) if hasattr(value, "__index__") else int(value)
     except (TypeError, ValueError):
@@ -162,12 +164,11 @@ class TeamPolicy:
         sp, rest = _split_space(args)
         if not 2 <= len(rest) <= 3:
             raise TypeError("TeamPolicy expects (league_size, team_size[, vector_length])")
-        object.__setattr__(self, "league_size", _as_int(rest[0], "TeamPolicy league_size"))
-        object.__setattr__(self, "team_size", AUTO if _is_auto(rest[1]) else
-                           _as_int(rest[1], 'TeamPolicy team_size (or pk.AUTO, "auto")'))
-        object.__setattr__(self, "vector_length", _as_int(rest[2], "vector_length") if len(rest) == 3 else 1)
-        object.__setattr__(self, "space", space or sp)
-        object.__setattr__(self, "scratch", ((0, 0), (0, 0)))
+        self.__dict__.update(  # (frozen: the fields set at once, as set_scratch_size sets a copy's)
+            league_size=_as_int(rest[0], "TeamPolicy league_size"),
+            team_size=AUTO if _is_auto(rest[1]) else _as_int(rest[1], 'TeamPolicy team_size (or pk.AUTO, "auto")'),
+            vector_length=_as_int(rest[2], "vector_length") if len(rest) == 3 else 1,
+            space=space or sp, scratch=((0, 0), (0, 0)))
 
     rank = 1
 
@@ -181,18 +182,16 @@ class TeamPolicy:
         that (``pk.TeamPolicy(n, t).set_scratch_size(0, pk.PerTeam(b))``)."""
         if level not in (0, 1) or isinstance(level, bool):
             raise TypeError(f"set_scratch_size: the scratch level is 0 or 1, got {level!r}")
-        kinds = [type(s) for s in sizes]
-        if not 1 <= len(sizes) <= 2 or not set(kinds) <= {PerTeam, PerThread} or len(set(kinds)) < len(kinds):
+        if tuple(map(type, sizes)) not in _SCRATCH_KINDS:
             raise TypeError("set_scratch_size expects (level, pk.PerTeam(bytes)), (level, pk.PerThread(bytes)) or "
                             f"(level, pk.PerTeam(bytes), pk.PerThread(bytes)); got {sizes!r}")
         team, thread = self.scratch[level]
         for size in sizes:
-            value = size.bytes()
             if type(size) is PerTeam:
-                team = value
+                team = size.bytes()
             else:
-                thread = value
-        scratch = tuple((team, thread) if lv == level else self.scratch[lv] for lv in (0, 1))
+                thread = size.bytes()
+        scratch = ((team, thread), self.scratch[1]) if level == 0 else (self.scratch[0], (team, thread))
         copy = object.__new__(TeamPolicy)
         copy.__dict__.update(self.__dict__, scratch=scratch)
         return copy
@@ -204,7 +203,7 @@ class _Per:
 
     def bytes(self) -> int:
         """The scratch size this stands for, checked: a byte count from 0 to 2**31 - 1 (Kokkos counts in int)."""
-        size = _as_int(self.value, f"{type(self).__name__} bytes")
+        size = self.value if type(self.value) is int else _as_int(self.value, f"{type(self).__name__} bytes")
         if not 0 <= size < 2 ** 31:
             raise ValueError(f"{type(self).__name__}({size}): scratch bytes must be from 0 to 2**31 - 1")
         return size
@@ -218,6 +217,10 @@ class PerTeam(_Per):
 class PerThread(_Per):
     """``pk.PerThread(bytes)``: scratch memory per thread of a team; ``pk.single(pk.PerThread(team_member), body)``
     runs ``body`` once per thread (not per vector lane)."""
+
+
+#: what ``set_scratch_size`` takes after the level: a PerTeam, a PerThread, or one of each
+_SCRATCH_KINDS = frozenset({(PerTeam,), (PerThread,), (PerTeam, PerThread), (PerThread, PerTeam)})
 
 
 def normalize(policy) -> RangePolicy | MDRangePolicy | TeamPolicy:

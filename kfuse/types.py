@@ -5,6 +5,7 @@ A kernel's scalar types are named by :class:`DType` values; the code generator m
 from __future__ import annotations
 
 import enum
+import math
 
 import numpy as np
 
@@ -139,7 +140,7 @@ class _ScratchAnnotation:
             raise TypeError(f"give the element type: pk.ScratchView{self.rank}D[pk.double].shmem_size(...)")
         if len(extents) != self.rank or any(not isinstance(n, (int, np.integer)) or n < 0 for n in extents):
             raise TypeError(f"{self!r}.shmem_size takes {self.rank} non-negative integer extent(s), got {extents}")
-        return (int(np.prod(extents, dtype=object)) + 1) * self.dtype.np.itemsize
+        return (math.prod(map(int, extents)) + 1) * self.dtype.np.itemsize  # (exact: Python ints)
 
     def __call__(self, space, *extents):
         """The Debug space: a View allocated from ``space`` (``team_member.team_scratch(level)``)."""
