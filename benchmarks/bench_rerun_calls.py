@@ -1,7 +1,7 @@
 """What a matched call of a repeated flush costs (kfuse/rerun.py): NSTREAM's loop of one call, 50 a run, read by
 ``pk.fence()``, fused and settled. Per run, the 50 calls alone are timed (not the fence): fused, each call matched
 against the repeated flush's template and only counted (``Rerun.take``), and eager, each call launching its tiny
-kernel. The two take turns within every repeat; medians in microseconds a call, and the load average. For scale,
+kernel. The variants take turns within every repeat; medians in microseconds a call, and the load average. For scale,
 the script also times a Python function that does nothing, called with the same arguments.
 
     KFUSE_NUM_THREADS=1 .venv/bin/python benchmarks/bench_rerun_calls.py [--n 4096] [--runs 400] [--repeats 7]
