@@ -203,7 +203,7 @@ class _Per:
 
     def bytes(self) -> int:
         """The scratch size this stands for, checked: a byte count from 0 to 2**31 - 1 (Kokkos counts in int)."""
-        size = self.value if type(self.value) is int else _as_int(self.value, f"{type(self).__name__} bytes")
+        size = _as_int(self.value, f"{type(self).__name__} bytes")
         if not 0 <= size < 2 ** 31:
             raise ValueError(f"{type(self).__name__}({size}): scratch bytes must be from 0 to 2**31 - 1")
         return size
