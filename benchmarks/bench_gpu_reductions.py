@@ -38,6 +38,20 @@ def variant(n: int, dots: str):
     return run
 
 
+def walls_and_kernels(run, runs: int) -> tuple[list, list, int]:
+    """Seconds of each of ``runs`` calls of ``run``, of the kernels in each (C++-timed, launch and fence included),
+    and the launches of the last."""
+    walls, kernels = [], []
+    for _ in range(runs):
+        profile = launch.profile = []
+        start = time.perf_counter()
+        run()
+        walls.append(time.perf_counter() - start)
+        launch.profile = None
+        kernels.append(sum(entry[1] for entry in profile))
+    return walls, kernels, len(profile)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1 << 25)
@@ -48,16 +62,9 @@ def main() -> None:
         run = variant(args.n, dots)
         with pk.fusion():
             until_settled(run)
-            walls, kernels = [], []
-            for _ in range(args.repeats):
-                profile = launch.profile = []
-                start = time.perf_counter()
-                run()
-                walls.append(time.perf_counter() - start)
-                launch.profile = None
-                kernels.append(sum(entry[1] for entry in profile))
+            walls, kernels, launches = walls_and_kernels(run, args.repeats)
         print(f"dot products: {dots:5}  wall {statistics.median(walls) * 1e3:.3f}  kernels "
-              f"{statistics.median(kernels) * 1e3:.3f}  launches {len(profile)}")
+              f"{statistics.median(kernels) * 1e3:.3f}  launches {launches}")
 
 
 if __name__ == "__main__":
