@@ -61,8 +61,8 @@ def in_blocks(spec: KernelSpec) -> bool:
     """Whether the kernel is a rank-1 range reduction of several sums (a fused group's) in a ``BLOCK_SPACES`` space,
     or of one in a ``SINGLE_SUM_SPACES`` one. On H200 hosts (README, "GPU range reductions") BabelStream's ten fused
     sums took 0.53 ms in Kokkos's form (in lanes), 0.46 in blocks. A single sum stays Kokkos's on a GPU: the Gaussian
-    chain's took 0.48 ms there and 0.53-0.67 in blocks (measured before the leading loads were loaded first; adding
-    "Cuda" to ``SINGLE_SUM_SPACES`` measures it again)."""
+    chain's took 0.48 ms there and 0.49-0.55 in blocks, leading loads first, however many Views were asked for ahead
+    and elements taken an iteration (stop 54, benchmarks/bench_gpu_sum_forms.py)."""
     return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in BLOCK_SPACES and \
         (len(spec.accs) > 1 or spec.space in SINGLE_SUM_SPACES)
 
