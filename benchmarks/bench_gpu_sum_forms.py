@@ -15,7 +15,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -29,6 +28,7 @@ FORMS = {"kokkos": None, "blocks": (2, "-O3"), "blocks_ahead0": (0, "-O3"), "blo
 def _torch_ms(n: int, runs: int) -> str:
     import numpy as np
 
+    from bench_gpu_reductions import walls_and_kernels
     from kfuse.bench import peers
     found, _ = peers.find_peers(on_gpu=True)
     torch = next((p for p in found if p.name.startswith("torch")), None)
@@ -38,23 +38,15 @@ def _torch_ms(n: int, runs: int) -> str:
     arrays = (rng.standard_normal(n), rng.standard_normal(n), rng.uniform(0.5, 2.0, n))
     fn = torch.compile(functools.partial(peers.gaussian_xp, torch.xp))
     inputs = [torch.asarray(a) for a in arrays]
-    times = _timed(lambda: torch.sync(fn(*inputs)), runs)
+    run = lambda: torch.sync(fn(*inputs))  # noqa: E731
+    _warm(run)
+    times, _, _ = walls_and_kernels(run, runs)
     return f"replay {statistics.median(times) * 1e3:.4f} ms (min {min(times) * 1e3:.4f})"
 
 
 def _warm(run) -> None:
     for _ in range(30):
         run()
-
-
-def _timed(run, runs: int) -> list:
-    _warm(run)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def _kfuse_ms(form: str, n: int, runs: int) -> str:
@@ -95,12 +87,15 @@ def main() -> None:
         print(_torch_ms(args.n, args.runs) if args.one == "torch" else _kfuse_ms(args.one, args.n, args.runs))
         return
     forms = args.forms.split(",")
+    unknown = [f for f in forms if f != "torch" and f not in FORMS]
+    if unknown:
+        parser.error(f"--forms: unknown {', '.join(unknown)}; known: torch, {', '.join(FORMS)}")
     print(f"Gaussian chain, n = {args.n}, medians of {args.runs}; load average {os.getloadavg()[0]:.2f}")
     for form in forms + forms[:2]:
         flags = {} if form == "torch" or FORMS[form] is None else {"KFUSE_OPT_FLAGS": FORMS[form][1]}
         done = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--runs", str(args.runs), "--one", form],
                               capture_output=True, text=True, env={**os.environ, **flags})
-        lines = done.stdout.strip().splitlines() or [f"failed: {done.stderr.strip().splitlines()[-1:]}"]
+        lines = done.stdout.strip().splitlines() or ["failed: " + (done.stderr.strip().splitlines() or ["no output"])[-1]]
         print(f"{form:24s} {lines[-1]}", flush=True)
 
 
