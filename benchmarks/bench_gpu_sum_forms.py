@@ -1,7 +1,7 @@
 """Which form a single sum should take on the GPU: the peers bench's Gaussian chain (one captured kernel, a sum over
-three Views with a log and a division an element) through Kokkos's reducer against the prelude's block form
-(``SINGLE_SUM_SPACES`` with "Cuda"), with the Views asked for ahead and the elements a thread takes an iteration
-varied, and torch.compile of the same chain where installed. Each form runs in a process of its own, in the order
+three Views with a log and a division an element) in the prelude's block form (the default), with Views asked for
+ahead and the elements a thread takes an iteration varied, against Kokkos's reducer (``SINGLE_SUM_SPACES`` without
+"Cuda") and torch.compile of the same chain where installed. Each form runs in a process of its own, in the order
 given and then the first two again (the host's clock drifts); medians of the captured replay with its fence, and
 of its kernel timed in C++ (launch and fence included).
 
@@ -20,9 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 #: form -> (Views asked for ahead, KFUSE_OPT_FLAGS); None: Kokkos's reducer
-FORMS = {"kokkos": None, "blocks": (2, "-O3"), "blocks_ahead0": (0, "-O3"), "blocks_ahead1": (1, "-O3"),
-         "blocks_ahead3": (3, "-O3"), "blocks_ahead0_unroll2": (0, "-O3 -DKF_UNROLL=2"),
-         "blocks_ahead0_unroll8": (0, "-O3 -DKF_UNROLL=8")}
+FORMS = {"kokkos": None, "blocks": (0, "-O3"), "blocks_ahead1": (1, "-O3"), "blocks_ahead2": (2, "-O3"),
+         "blocks_unroll2": (0, "-O3 -DKF_UNROLL=2"), "blocks_unroll8": (0, "-O3 -DKF_UNROLL=8")}
 
 
 def _torch_ms(n: int, runs: int) -> str:
@@ -57,9 +56,11 @@ def _kfuse_ms(form: str, n: int, runs: int) -> str:
     from kfuse.bench.measure import until_settled
     from kfuse.codegen import blocks
     from bench_gpu_reductions import walls_and_kernels
-    if FORMS[form] is not None:
-        blocks.SINGLE_SUM_SPACES = frozenset({"Cuda"})
-        blocks.MOST_PREFETCHED = FORMS[form][0]
+    if FORMS[form] is None:
+        blocks.SINGLE_SUM_SPACES = frozenset()
+    else:
+        ahead = FORMS[form][0]
+        blocks.views_ahead = lambda spec, kernel, index: blocks.sure_thread_loads(kernel, index)[:ahead]
     make, array_code = peers.WORKLOADS["gaussian"]
     _, arrays, captured = make(n)
     want = float(array_code(np, *arrays))

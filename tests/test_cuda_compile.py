@@ -1,6 +1,6 @@
 """The C++ kfuse writes for a CUDA device compiles with nvcc: one kernel of each form the GPU code paths print (block
-reductions with their leading loads, bounds-checked or not; a queued range loop; divisions checked on the host; team
-scratch memory checked on the host; rows in lanes; a single sum through Kokkos, and in blocks), compiled, not run,
+reductions with their leading loads, bounds-checked or not, a single sum's too; a queued range loop; divisions checked
+on the host; team scratch memory checked on the host; rows in lanes; a 2-D sum through Kokkos), compiled, not run,
 against the CUDA Kokkos install named by ``KFUSE_TEST_CUDA_KOKKOS``. A machine with nvcc and no GPU can check its
 CUDA code this way before a GPU is at hand (README, "Checking CUDA code without a GPU": building such a Kokkos without
 a GPU driver); on a GPU machine the CUDA suite runs the same kernels. Skipped where the variable is not set."""
@@ -16,7 +16,6 @@ import test_lanes
 import test_queued_launch
 import test_reduce_blocks
 from kfuse.calls import prepare
-from kfuse.codegen import blocks
 from kfuse.codegen import kernel as codegen
 from kfuse.compiler import cache
 
@@ -45,7 +44,9 @@ def _sources() -> dict:
         "team scratch checked on the host": queued._team_source(queued.staged, 16 * N, x=pk.View([N, N]), y=x,
                                                                 width=N),
         "rows in lanes": _cuda(lanes.lanes_row, "for", 4, **lanes._matrix()),
-        "a single sum through Kokkos": _cuda(queued.summed, "reduce", N, x=x),
+        "a single sum in blocks": _cuda(queued.summed, "reduce", N, x=x),
+        "a 2-D sum through Kokkos": _cuda(blocks.block_sum_2d, "reduce", pk.MDRangePolicy([0, 0], [8, 8]),
+                                          x=pk.View([8, 8])),
     }
 
 
@@ -56,9 +57,6 @@ def test_cuda_sources_of_every_gpu_form_compile_with_nvcc(monkeypatch, tmp_path)
     with monkeypatch.context() as checked:
         checked.setenv("KFUSE_BOUNDS_CHECK", "1")
         sources["several sums in blocks, bounds checked"] = test_reduce_blocks._fused_cuda_source()
-    with monkeypatch.context() as single:  # (a measurement's setting: kfuse/codegen/blocks.py SINGLE_SUM_SPACES)
-        single.setattr(blocks, "SINGLE_SUM_SPACES", frozenset({"Cuda"}))
-        sources["a single sum in blocks"] = _cuda(test_queued_launch.summed, "reduce", N, x=pk.View([N]))
     assert all("using KfExec = Kokkos::Cuda;" in source for source in sources.values())
     for number, (form, source) in enumerate(sources.items()):
         artifact = cache.build(f"cuda_form_{number}", source)

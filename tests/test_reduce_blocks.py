@@ -52,12 +52,12 @@ def _source(prepared, spec) -> str:
 
 
 @pytest.mark.backend("null")
-def test_only_cuda_range_reductions_of_several_sums_run_in_blocks():
+def test_only_cuda_rank1_range_reductions_run_in_blocks():
     x = pk.View([64])
     one = _prepared(block_sum, x=x).spec
     several = dataclasses.replace(one, accs=one.accs * 3)
     assert blocks.in_blocks(dataclasses.replace(several, space="Cuda"))
-    assert not blocks.in_blocks(dataclasses.replace(one, space="Cuda"))  # a single sum stays Kokkos's
+    assert blocks.in_blocks(dataclasses.replace(one, space="Cuda"))
     assert not blocks.in_blocks(dataclasses.replace(several, space="HIP"))  # CUDA's shuffles: Kokkos's on HIP
     assert not blocks.in_blocks(dataclasses.replace(several, space="OpenMP"))
     loop = _prepared(block_scale, op="for", x=x, by=2.0).spec
@@ -76,14 +76,17 @@ def _fused_cuda_source() -> str:
 
 
 @pytest.mark.backend("null")
-def test_a_cuda_reduction_of_several_sums_launches_in_blocks():
+def test_a_cuda_reduction_launches_in_blocks_asking_ahead_only_for_several_sums():
     cuda = _fused_cuda_source()
     assert "kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" in cuda
     assert "Kokkos::parallel_reduce" not in cuda
     assert "return {kf_shfl_down(v.a0, o), kf_shfl_down(v.a1, o)};" in cuda
+    assert "kf_prefetch_l2(" in cuda
     prepared = _prepared(block_count, x=pk.View([64]), cut=0.5)
     single = _source(prepared, dataclasses.replace(prepared.spec, space="Cuda"))
-    assert "Kokkos::parallel_reduce" in single and "kf_reduce_in_blocks" not in single and "kf_shfl_down" not in single
+    assert "kf_reduce_in_blocks(kf_f, kf_b0, kf_e0, kf_r);" in single and "Kokkos::parallel_reduce" not in single
+    assert "static __device__ void kf_add(value_type& dst, const value_type& src) { dst += src; }" in single
+    assert "void kf_prefetch(const int64_t i) const {  }" in single
 
 
 @pytest.mark.backend("null")

@@ -28,13 +28,14 @@ from .printer import checked_division, element_code
 #: ``kf_reduce_in_blocks``; elsewhere (the fuzzer adds the host spaces, kfuse/check/__main__.py) ``kf_reduce_in_order``,
 #: one thread over the range in the same loads-first order, so that the leading loads are checked against eager runs.
 BLOCK_SPACES = frozenset({"Cuda"})
-#: Spaces whose single sums run in blocks too: none on a GPU (``in_blocks``); the fuzzer adds the host spaces, whose
+#: Spaces whose single sums run in blocks too: a CUDA device's (``in_blocks``); the fuzzer adds the host spaces, whose
 #: sums then all add in one order (index order), eager and fused alike, as its bit-for-bit comparison needs.
-SINGLE_SUM_SPACES = frozenset()
-#: Views a block reduction asks for ahead (``sure_thread_loads``, the first ones): a wave of threads each asking for
-#: four elements of a View ahead holds about 8.6 MB of an H200's 50 MB L2 per View, so more would evict what was asked
-#: for before its use. On H200 hosts one View ahead made BabelStream's ten sums 0.510 -> 0.456 ms (one host); three
-#: made the Gaussian chain's sum in blocks 0.534 -> 0.666 ms (two hosts, torch.compile 0.507 and 0.603 on them).
+SINGLE_SUM_SPACES = frozenset({"Cuda"})
+#: Views a block reduction of several sums asks for ahead (``views_ahead``: the first ``sure_thread_loads``): a wave
+#: of threads each asking for four elements of a View ahead holds about 8.6 MB of an H200's 50 MB L2 per View, so more
+#: would evict what was asked for before its use. On H200 hosts one View ahead made BabelStream's ten sums 0.510 ->
+#: 0.456 ms (one host); three made the Gaussian chain's sum in blocks 0.534 -> 0.666 ms (two hosts, torch.compile
+#: 0.507 and 0.603 on them).
 MOST_PREFETCHED = 2
 #: The space whose reductions in blocks run on the device (the prelude's CUDA form); others run in order on the host.
 _DEVICE = "Cuda"
@@ -60,11 +61,17 @@ class LeadingLoads(NamedTuple):
 def in_blocks(spec: KernelSpec) -> bool:
     """Whether the kernel is a rank-1 range reduction of several sums (a fused group's) in a ``BLOCK_SPACES`` space,
     or of one in a ``SINGLE_SUM_SPACES`` one. On H200 hosts (README, "GPU range reductions") BabelStream's ten fused
-    sums took 0.53 ms in Kokkos's form (in lanes), 0.46 in blocks. A single sum stays Kokkos's on a GPU: the Gaussian
-    chain's took 0.48 ms there and 0.49-0.55 in blocks, leading loads first, however many Views were asked for ahead
-    and elements taken an iteration (stop 54, benchmarks/bench_gpu_sum_forms.py)."""
+    sums took 0.53 ms in Kokkos's form (in lanes), 0.46 in blocks; the Gaussian chain's single sum took 0.48 ms in
+    Kokkos's form and 0.40 in blocks (stop 55, benchmarks/bench_gpu_sum_forms.py)."""
     return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in BLOCK_SPACES and \
         (len(spec.accs) > 1 or spec.space in SINGLE_SUM_SPACES)
+
+
+def views_ahead(spec: KernelSpec, kernel: ir.Kernel, index: str) -> list[str]:
+    """The Views ``kf_prefetch`` asks for ahead: for several sums the first ``MOST_PREFETCHED`` sure reads, for one
+    sum none. On an H200 host the Gaussian chain's single sum took 0.398 ms (kernel, C++-timed) with none ahead, 0.417
+    with one and 0.425 with two (stop 55, one host)."""
+    return sure_thread_loads(kernel, index)[:MOST_PREFETCHED] if len(spec.accs) > 1 else []
 
 
 def launcher(spec: KernelSpec) -> str:

@@ -135,7 +135,7 @@ def generate(src: KernelSource, spec: KernelSpec, kernel_name: str,
         body_function, body_lines = _body_function(spec, index_names, acc_names, unit.restrict, body_lines,
                                                    loaded=in_blocks)
     if in_blocks:
-        prefetched = blocks.sure_thread_loads(kernel, leading.index)[:blocks.MOST_PREFETCHED]
+        prefetched = blocks.views_ahead(spec, kernel, leading.index)
         value_type += blocks.block_helpers(spec, leading, prefetched, kernel.views)
     functor = "\n".join([
         *([blocks.loaded_struct(leading, kernel.views)] if in_blocks else []),

@@ -438,34 +438,45 @@ inline void kf_cuda_check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(rc));
 }
 
-// Launch on Kokkos's own stream (ordered with its kernels and copies); ``result`` is written once the stream gets
-// there, so the caller fences before reading it.
+// A kernel's set-up for kf_reduce_in_blocks, made once per kernel (launches hold kfuse's launch lock and run on one
+// stream, so one set serves every call): one wave of blocks (the blocks an SM holds at once, times the SMs), device
+// room for their partials and the total, and pinned host room the total is copied to (a copy to pageable memory
+// goes through a staging copy of the driver's).
 template <class F>
-void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typename F::value_type& result) {
+struct KfBlocksRoom {
   using V = typename F::value_type;
-  static int most_blocks = 0;  // one wave: the blocks an SM holds at once, times the SMs
-  if (most_blocks == 0) {
+  int most_blocks = 0;
+  V* partials = nullptr;
+  V* total = nullptr;
+  KfBlocksRoom() {
     int device = 0, sms = 0, per_sm = 0;
     kf_cuda_check(cudaGetDevice(&device), "cudaGetDevice");
     kf_cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
     kf_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf_sum_in_blocks<F>, KF_BLOCK, 0),
                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     most_blocks = std::max(1, per_sm) * std::max(1, sms);
+    kf_cuda_check(cudaMalloc(reinterpret_cast<void**>(&partials), sizeof(V) * (most_blocks + 1)),
+                  "allocating a reduction's partial sums");
+    kf_cuda_check(cudaMallocHost(reinterpret_cast<void**>(&total), sizeof(V)), "allocating a reduction's result");
   }
+};
+
+// Launch on Kokkos's own stream (ordered with its kernels and copies) and wait for the total.
+template <class F>
+void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typename F::value_type& result) {
+  static const KfBlocksRoom<F> room;  // kept for the process's life, as the kernel's library is
   const int64_t n = e0 > b0 ? e0 - b0 : 0;
   const int blocks =
-      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(most_blocks, (n + KF_BLOCK - 1) / KF_BLOCK)));
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(room.most_blocks, (n + KF_BLOCK - 1) / KF_BLOCK)));
   const cudaStream_t stream = Kokkos::Cuda().cuda_stream();
-  V* partials = nullptr;
-  kf_cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(V) * (blocks + 1), stream),
-                "allocating a reduction's partial sums");
-  kf_sum_in_blocks<F><<<blocks, KF_BLOCK, 0, stream>>>(f, b0, e0, partials);
+  kf_sum_in_blocks<F><<<blocks, KF_BLOCK, 0, stream>>>(f, b0, e0, room.partials);
   kf_cuda_check(cudaGetLastError(), "launching a reduction");
-  kf_add_partials<F><<<1, KF_BLOCK, 0, stream>>>(partials, blocks);
+  kf_add_partials<F><<<1, KF_BLOCK, 0, stream>>>(room.partials, blocks);
   kf_cuda_check(cudaGetLastError(), "launching a reduction's last pass");
-  kf_cuda_check(cudaMemcpyAsync(&result, partials + blocks, sizeof(V), cudaMemcpyDeviceToHost, stream),
-                "copying a reduction's result");
-  kf_cuda_check(cudaFreeAsync(partials, stream), "freeing a reduction's partial sums");
+  kf_cuda_check(cudaMemcpyAsync(room.total, room.partials + blocks, sizeof(typename F::value_type),
+                                cudaMemcpyDeviceToHost, stream), "copying a reduction's result");
+  kf_cuda_check(cudaStreamSynchronize(stream), "waiting for a reduction");
+  result = *room.total;
 }
 #endif
 
