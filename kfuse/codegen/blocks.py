@@ -69,8 +69,8 @@ def in_blocks(spec: KernelSpec) -> bool:
 
 def views_ahead(spec: KernelSpec, kernel: ir.Kernel, index: str) -> list[str]:
     """The Views ``kf_prefetch`` asks for ahead: for several sums the first ``MOST_PREFETCHED`` sure reads, for one
-    sum none. On an H200 host the Gaussian chain's single sum took 0.398 ms (kernel, C++-timed) with none ahead, 0.417
-    with one and 0.425 with two (stop 55, one host)."""
+    sum none. On an H200 host the Gaussian chain's single sum took 0.398-0.410 ms (kernel, C++-timed) with none ahead,
+    0.417 with one and 0.425 with two (stop 55, one host)."""
     return sure_thread_loads(kernel, index)[:MOST_PREFETCHED] if len(spec.accs) > 1 else []
 
 
