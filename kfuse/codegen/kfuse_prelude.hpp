@@ -438,10 +438,11 @@ inline void kf_cuda_check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(rc));
 }
 
-// A kernel's set-up for kf_reduce_in_blocks, made once per kernel (launches hold kfuse's launch lock and run on one
-// stream, so one set serves every call): one wave of blocks (the blocks an SM holds at once, times the SMs), device
-// room for their partials and the total, and pinned host room the total is copied to (a copy to pageable memory
-// goes through a staging copy of the driver's).
+// A kernel's set-up for kf_reduce_in_blocks, made once per loaded kernel (launches hold kfuse's launch lock and run
+// on one stream, so one set serves every call): one wave of blocks (the blocks an SM holds at once, times the SMs),
+// device room for their partials and the total, and pinned host room the total is copied to (a copy to pageable
+// memory goes through a staging copy of the driver's). Freed when kfuse unloads the kernel's library (after a fence:
+// runtime/launch.py); at the process's exit the CUDA runtime may be gone first, and the frees' errors are ignored.
 template <class F>
 struct KfBlocksRoom {
   using V = typename F::value_type;
@@ -458,6 +459,12 @@ struct KfBlocksRoom {
     kf_cuda_check(cudaMalloc(reinterpret_cast<void**>(&partials), sizeof(V) * (most_blocks + 1)),
                   "allocating a reduction's partial sums");
     kf_cuda_check(cudaMallocHost(reinterpret_cast<void**>(&total), sizeof(V)), "allocating a reduction's result");
+  }
+  KfBlocksRoom(const KfBlocksRoom&) = delete;
+  KfBlocksRoom& operator=(const KfBlocksRoom&) = delete;
+  ~KfBlocksRoom() {
+    static_cast<void>(cudaFree(partials));
+    static_cast<void>(cudaFreeHost(total));
   }
 };
 
