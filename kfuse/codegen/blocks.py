@@ -61,8 +61,8 @@ class LeadingLoads(NamedTuple):
 def in_blocks(spec: KernelSpec) -> bool:
     """Whether the kernel is a rank-1 range reduction of several sums (a fused group's) in a ``BLOCK_SPACES`` space,
     or of one in a ``SINGLE_SUM_SPACES`` one. On H200 hosts (README, "GPU range reductions") BabelStream's ten fused
-    sums took 0.53 ms in Kokkos's form (in lanes), 0.46 in blocks; the Gaussian chain's single sum took 0.48 ms in
-    Kokkos's form and 0.40 in blocks (stop 55, benchmarks/bench_gpu_sum_forms.py)."""
+    sums took 0.53 ms in Kokkos's form (in lanes), 0.31 in blocks (stop 55, benchmarks/bench_gpu_reductions.py); the
+    Gaussian chain's single sum 0.48 ms in Kokkos's form and 0.40 in blocks (benchmarks/bench_gpu_sum_forms.py)."""
     return spec.op == "reduce" and spec.policy == "range" and spec.rank == 1 and spec.space in BLOCK_SPACES and \
         (len(spec.accs) > 1 or spec.space in SINGLE_SUM_SPACES)
 

@@ -471,7 +471,7 @@ struct KfBlocksRoom {
 // Launch on Kokkos's own stream (ordered with its kernels and copies) and wait for the total.
 template <class F>
 void kf_reduce_in_blocks(const F& f, const int64_t b0, const int64_t e0, typename F::value_type& result) {
-  static const KfBlocksRoom<F> room;  // kept for the process's life, as the kernel's library is
+  static const KfBlocksRoom<F> room;  // made at the first call, freed when the kernel's library is closed
   const int64_t n = e0 > b0 ? e0 - b0 : 0;
   const int blocks =
       static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(room.most_blocks, (n + KF_BLOCK - 1) / KF_BLOCK)));
